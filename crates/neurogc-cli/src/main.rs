@@ -1,0 +1,29 @@
+//! `neurogc`: the command line. Thin glue over the crates that do the work.
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "neurogc", version, about = "Learned scheduling of CPython's garbage collector")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Generate HTTP load (Locust-style closed loop or wrk2-style open loop).
+    Load(neurogc_load::LoadArgs),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Load(args) => neurogc_load::run(args),
+    };
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(err) => {
+            eprintln!("neurogc: error: {err:#}");
+            std::process::exit(2);
+        }
+    }
+}
