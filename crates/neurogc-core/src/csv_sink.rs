@@ -1,0 +1,158 @@
+//! Append-only CSV of samples: header once, one row per sample, flushed per row, so a crash loses at
+//! most the row being written.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use crate::sample::Sample;
+
+pub struct CsvSink {
+    path: PathBuf,
+    file: File,
+    rows: u64,
+}
+
+impl CsvSink {
+    /// Opens `path` for appending. A new or empty file gets the header; an existing file must already
+    /// have our header (appending rows under a different header would corrupt it).
+    pub fn open(path: &Path) -> io::Result<CsvSink> {
+        let header = Sample::columns().join(",");
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)?;
+        }
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .read(true)
+            .open(path)?;
+        let len = file.metadata()?.len();
+        if len == 0 {
+            writeln!(file, "{header}")?;
+            file.flush()?;
+        } else {
+            let mut first = String::new();
+            BufReader::new(File::open(path)?).read_line(&mut first)?;
+            if first.trim_end() != header {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "{} already exists with a different header; refusing to append (first line: {:?})",
+                        path.display(),
+                        truncate(first.trim_end(), 80)
+                    ),
+                ));
+            }
+            // A crash mid-row leaves a partial line: start ours on a fresh one.
+            if !ends_with_newline(path, len)? {
+                writeln!(file)?;
+            }
+        }
+        Ok(CsvSink {
+            path: path.to_path_buf(),
+            file,
+            rows: 0,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn rows_written(&self) -> u64 {
+        self.rows
+    }
+
+    /// Writes one row and flushes it to the OS.
+    pub fn write(&mut self, sample: &Sample) -> io::Result<()> {
+        let row: Vec<String> = sample
+            .values()
+            .iter()
+            .map(|v| csv_escape(&v.to_csv()))
+            .collect();
+        // One write call per row: a concurrent reader sees whole rows.
+        let mut line = row.join(",");
+        line.push('\n');
+        self.file.write_all(line.as_bytes())?;
+        self.file.flush()?;
+        self.rows += 1;
+        Ok(())
+    }
+}
+
+fn ends_with_newline(path: &Path, len: u64) -> io::Result<bool> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = File::open(path)?;
+    f.seek(SeekFrom::Start(len - 1))?;
+    let mut last = [0u8; 1];
+    f.read_exact(&mut last)?;
+    Ok(last[0] == b'\n')
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
+}
+
+fn csv_escape(field: &str) -> String {
+    if field.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", field.replace('"', "\"\""))
+    } else {
+        field.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("neurogc-csv-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir.join("samples.csv")
+    }
+
+    #[test]
+    fn header_once_rows_appended_across_reopen() {
+        let path = tmp("reopen");
+        let s = Sample {
+            policy_reason: "guard: rss 1,2 > budget".into(),
+            ..Sample::default()
+        };
+        CsvSink::open(&path).unwrap().write(&s).unwrap();
+        let mut sink = CsvSink::open(&path).unwrap();
+        sink.write(&s).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines[0].starts_with("time,cpu,mem,"));
+        assert!(lines[1].ends_with("\"guard: rss 1,2 > budget\""));
+    }
+
+    #[test]
+    fn foreign_header_is_refused_and_untouched() {
+        let path = tmp("foreign");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, "a,b\n1,2\n").unwrap();
+        let err = CsvSink::open(&path).err().unwrap();
+        assert!(err.to_string().contains("different header"), "{err}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "a,b\n1,2\n");
+    }
+
+    #[test]
+    fn partial_last_row_is_terminated_before_appending() {
+        let path = tmp("partial");
+        CsvSink::open(&path)
+            .unwrap()
+            .write(&Sample::default())
+            .unwrap();
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        write!(f, "1.0,2.0").unwrap();
+        CsvSink::open(&path)
+            .unwrap()
+            .write(&Sample::default())
+            .unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 4);
+        assert_eq!(text.lines().nth(2), Some("1.0,2.0"));
+    }
+}

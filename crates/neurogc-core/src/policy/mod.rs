@@ -1,0 +1,142 @@
+//! GC policies: what NeuroGC does to CPython's collector.
+//!
+//! A policy is written as a spec string (`default`, `threshold:T0,T1,T2`, `periodic:SECS`,
+//! `freeze[:WARMUP_SECS]`), parsed and validated by [`PolicySpec`], and built into a [`Policy`].
+//! Policies act only through [`GcControl`], which the agent implements over CPython's `gc` module,
+//! so their logic is testable here without Python. Any policy that turns automatic collection off
+//! is wrapped in a [`guard::MemoryGuard`], so memory cannot grow without bound.
+
+pub mod guard;
+mod simple;
+pub mod spec;
+
+use std::time::Duration;
+
+pub use guard::{GuardConfig, MemoryGuard};
+pub use simple::{DefaultPolicy, FreezePolicy, PeriodicPolicy, ThresholdPolicy};
+pub use spec::{PolicySpec, SpecError};
+
+/// A failed call into the runtime's GC (a Python exception, rendered).
+pub type GcError = String;
+
+/// The operations a policy may perform on the collector.
+pub trait GcControl {
+    /// Runs a collection of `generation` (0–2); returns objects collected.
+    fn collect(&mut self, generation: u8) -> Result<u64, GcError>;
+    fn is_enabled(&mut self) -> Result<bool, GcError>;
+    fn set_enabled(&mut self, enabled: bool) -> Result<(), GcError>;
+    fn threshold(&mut self) -> Result<[u64; 3], GcError>;
+    fn set_threshold(&mut self, threshold: [u64; 3]) -> Result<(), GcError>;
+    /// Moves every tracked object to the permanent generation (`gc.freeze()`).
+    fn freeze(&mut self) -> Result<(), GcError>;
+}
+
+/// What a policy sees when it is asked to decide.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Observation {
+    /// Time since the agent started.
+    pub elapsed: Duration,
+    pub rss_bytes: Option<u64>,
+    /// `gc.get_count()`.
+    pub gc_count: [i64; 3],
+}
+
+/// Something a policy did, and why; recorded in the sample.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Action {
+    pub action: String,
+    pub reason: String,
+}
+
+impl Action {
+    pub fn new(action: impl Into<String>, reason: impl Into<String>) -> Self {
+        Action {
+            action: action.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
+/// A GC policy. The agent calls `start` once (synchronously, so a failure surfaces at start-up),
+/// then `tick` at every sample and whenever [`Policy::next_tick`] asks. The agent, not the policy,
+/// restores the collector's original state when it stops.
+pub trait Policy: Send {
+    /// The spec this policy was built from.
+    fn spec(&self) -> &str;
+    fn start(&mut self, gc: &mut dyn GcControl, obs: &Observation) -> Result<Vec<Action>, GcError>;
+    fn tick(&mut self, gc: &mut dyn GcControl, obs: &Observation) -> Result<Vec<Action>, GcError>;
+    /// The next time (since agent start) at which the policy wants a tick besides the sample ticks.
+    fn next_tick(&self) -> Option<Duration> {
+        None
+    }
+}
+
+/// Runs a full collection on behalf of a policy and describes it.
+pub(crate) fn collect_full(
+    gc: &mut dyn GcControl,
+    reason: impl Into<String>,
+) -> Result<Action, GcError> {
+    let collected = gc.collect(2)?;
+    Ok(Action::new(
+        format!("collect(2) -> {collected}"),
+        reason.into(),
+    ))
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! A recording GcControl for unit tests of policy logic; end-to-end tests use real CPython.
+    use super::*;
+
+    #[derive(Debug)]
+    pub struct RecordingGc {
+        pub enabled: bool,
+        pub threshold: [u64; 3],
+        pub calls: Vec<String>,
+    }
+
+    impl Default for RecordingGc {
+        fn default() -> Self {
+            RecordingGc {
+                enabled: true,
+                threshold: [700, 10, 10],
+                calls: Vec::new(),
+            }
+        }
+    }
+
+    impl GcControl for RecordingGc {
+        fn collect(&mut self, generation: u8) -> Result<u64, GcError> {
+            self.calls.push(format!("collect({generation})"));
+            Ok(0)
+        }
+        fn is_enabled(&mut self) -> Result<bool, GcError> {
+            Ok(self.enabled)
+        }
+        fn set_enabled(&mut self, enabled: bool) -> Result<(), GcError> {
+            self.calls.push(format!("set_enabled({enabled})"));
+            self.enabled = enabled;
+            Ok(())
+        }
+        fn threshold(&mut self) -> Result<[u64; 3], GcError> {
+            Ok(self.threshold)
+        }
+        fn set_threshold(&mut self, threshold: [u64; 3]) -> Result<(), GcError> {
+            self.calls.push(format!("set_threshold({threshold:?})"));
+            self.threshold = threshold;
+            Ok(())
+        }
+        fn freeze(&mut self) -> Result<(), GcError> {
+            self.calls.push("freeze".into());
+            Ok(())
+        }
+    }
+
+    pub fn at(secs: f64) -> Observation {
+        Observation {
+            elapsed: Duration::from_secs_f64(secs),
+            rss_bytes: Some(100 << 20),
+            gc_count: [0, 0, 0],
+        }
+    }
+}

@@ -1,0 +1,326 @@
+//! Policy spec strings: `name[:positional,...][,key=value,...]`, validated up front so a typo is a
+//! clear error at start-up, never a silent fallback to some default.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use super::{
+    DefaultPolicy, FreezePolicy, GuardConfig, MemoryGuard, PeriodicPolicy, Policy, ThresholdPolicy,
+};
+
+/// The policies this build knows, for error messages.
+pub const KNOWN_POLICIES: &str =
+    "default, threshold:T0[,T1[,T2]], periodic:SECS, freeze[:WARMUP_SECS]";
+
+/// Default warm-up before `freeze` collects and freezes.
+pub const DEFAULT_FREEZE_WARMUP: Duration = Duration::from_secs(5);
+
+/// A parsed, validated policy spec.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PolicySpec {
+    Default,
+    Threshold(Vec<u64>),
+    Periodic { every: Duration, guard: GuardConfig },
+    Freeze { warmup: Duration },
+}
+
+/// A spec that does not parse, with the offending text and what was expected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpecError {
+    pub spec: String,
+    pub message: String,
+}
+
+impl fmt::Display for SpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid policy spec {:?}: {}", self.spec, self.message)
+    }
+}
+
+impl std::error::Error for SpecError {}
+
+impl PolicySpec {
+    /// Whether the policy turns automatic collection off (and so carries the memory guard).
+    pub fn disables_automatic_gc(&self) -> bool {
+        matches!(self, PolicySpec::Periodic { .. })
+    }
+
+    /// Builds the policy; `spec` is the text it came from, kept for the samples.
+    pub fn build(&self, spec: &str) -> Box<dyn Policy> {
+        let spec = spec.trim().to_string();
+        match self {
+            PolicySpec::Default => Box::new(DefaultPolicy::new(spec)),
+            PolicySpec::Threshold(values) => Box::new(ThresholdPolicy::new(spec, values.clone())),
+            PolicySpec::Periodic { every, guard } => Box::new(MemoryGuard::new(
+                Box::new(PeriodicPolicy::new(spec, *every)),
+                *guard,
+            )),
+            PolicySpec::Freeze { warmup } => Box::new(FreezePolicy::new(spec, *warmup)),
+        }
+    }
+}
+
+impl FromStr for PolicySpec {
+    type Err = SpecError;
+
+    fn from_str(text: &str) -> Result<Self, SpecError> {
+        let err = |message: String| SpecError {
+            spec: text.to_string(),
+            message,
+        };
+        let trimmed = text.trim();
+        let (name, rest) = match trimmed.split_once(':') {
+            Some((name, rest)) => (name.trim(), Some(rest)),
+            None => (trimmed, None),
+        };
+        let mut positional = Vec::new();
+        let mut options = Vec::new();
+        if let Some(rest) = rest {
+            for part in rest.split(',').map(str::trim) {
+                if part.is_empty() {
+                    return Err(err("empty value between commas".into()));
+                }
+                match part.split_once('=') {
+                    Some((k, v)) => options.push((k.trim(), v.trim())),
+                    None if options.is_empty() => positional.push(part),
+                    None => {
+                        return Err(err(format!(
+                            "positional value {part:?} after key=value options"
+                        )))
+                    }
+                }
+            }
+        }
+        let no_options = |options: &[(&str, &str)]| match options.first() {
+            Some((k, _)) => Err(err(format!("policy {name:?} takes no option {k:?}"))),
+            None => Ok(()),
+        };
+        match name {
+            "default" => {
+                if !positional.is_empty() {
+                    return Err(err("default takes no arguments".into()));
+                }
+                no_options(&options)?;
+                Ok(PolicySpec::Default)
+            }
+            "threshold" => {
+                no_options(&options)?;
+                if positional.is_empty() || positional.len() > 3 {
+                    return Err(err(format!(
+                        "threshold takes 1 to 3 integers (T0[,T1[,T2]]), got {}",
+                        positional.len()
+                    )));
+                }
+                let values = positional
+                    .iter()
+                    .map(|p| parse_gc_int(p).map_err(&err))
+                    .collect::<Result<Vec<_>, _>>()?;
+                if values[0] == 0 {
+                    return Err(err(
+                        "threshold T0 = 0 turns automatic GC off without a memory guard; use periodic:SECS instead"
+                            .into(),
+                    ));
+                }
+                Ok(PolicySpec::Threshold(values))
+            }
+            "periodic" => {
+                let [secs] = positional[..] else {
+                    return Err(err(
+                        "periodic takes one interval in seconds, e.g. periodic:30".into(),
+                    ));
+                };
+                let every = parse_duration(secs).map_err(&err)?;
+                if every.is_zero() {
+                    return Err(err("periodic interval must be positive".into()));
+                }
+                let guard = parse_guard(&options).map_err(&err)?;
+                Ok(PolicySpec::Periodic { every, guard })
+            }
+            "freeze" => {
+                no_options(&options)?;
+                let warmup = match positional[..] {
+                    [] => DEFAULT_FREEZE_WARMUP,
+                    [w] => parse_duration(w).map_err(&err)?,
+                    _ => return Err(err("freeze takes at most one warm-up in seconds".into())),
+                };
+                Ok(PolicySpec::Freeze { warmup })
+            }
+            "" => Err(err(format!("empty policy name; known: {KNOWN_POLICIES}"))),
+            other => Err(err(format!(
+                "unknown policy {other:?}; known: {KNOWN_POLICIES}"
+            ))),
+        }
+    }
+}
+
+fn parse_guard(options: &[(&str, &str)]) -> Result<GuardConfig, String> {
+    let mut guard = GuardConfig::default();
+    for (key, value) in options {
+        match *key {
+            "rss" => guard.rss_budget = Some(parse_size(value)?),
+            "young" => {
+                guard.young_budget = value
+                    .parse()
+                    .map_err(|_| format!("young={value:?} is not a whole number of objects"))?;
+                if guard.young_budget == 0 {
+                    return Err("young budget must be positive".into());
+                }
+            }
+            "check" => {
+                guard.check_every = parse_duration(value)?;
+                if guard.check_every < Duration::from_millis(1) {
+                    return Err("check interval must be at least 1ms".into());
+                }
+            }
+            other => {
+                return Err(format!(
+                    "unknown option {other:?}; the memory guard takes rss=SIZE, young=COUNT, check=SECS"
+                ))
+            }
+        }
+    }
+    Ok(guard)
+}
+
+/// A GC threshold: a non-negative C int.
+fn parse_gc_int(text: &str) -> Result<u64, String> {
+    let v: u64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a non-negative integer"))?;
+    if v > i32::MAX as u64 {
+        return Err(format!("{v} is larger than CPython accepts ({})", i32::MAX));
+    }
+    Ok(v)
+}
+
+/// Seconds, as `30`, `1.5`, `30s`, `500ms` or `2m`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let (number, scale) = if let Some(n) = text.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = text.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = text.strip_suffix('m') {
+        (n, 60.0)
+    } else {
+        (text, 1.0)
+    };
+    let v: f64 = number
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration (e.g. 30, 1.5s, 500ms, 2m)"))?;
+    if !v.is_finite() || v < 0.0 || v * scale > 1e9 {
+        return Err(format!("{text:?} is not a sensible duration"));
+    }
+    Ok(Duration::from_secs_f64(v * scale))
+}
+
+/// Bytes, as `1073741824`, `512M`, `1.5G`, `800K` (binary units; an optional trailing `B`/`iB`).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let upper = text.trim().to_ascii_uppercase();
+    let stripped = upper
+        .strip_suffix("IB")
+        .or_else(|| upper.strip_suffix('B'))
+        .unwrap_or(&upper);
+    let (number, scale) = match stripped.chars().last() {
+        Some('K') => (&stripped[..stripped.len() - 1], 1u64 << 10),
+        Some('M') => (&stripped[..stripped.len() - 1], 1 << 20),
+        Some('G') => (&stripped[..stripped.len() - 1], 1 << 30),
+        Some('T') => (&stripped[..stripped.len() - 1], 1 << 40),
+        _ => (stripped, 1),
+    };
+    let v: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size (e.g. 512M, 1.5G, 1048576)"))?;
+    if !v.is_finite() || v <= 0.0 {
+        return Err(format!("{text:?} must be a positive size"));
+    }
+    Ok((v * scale as f64) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<PolicySpec, String> {
+        s.parse::<PolicySpec>().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn valid_specs() {
+        assert_eq!(parse("default").unwrap(), PolicySpec::Default);
+        assert_eq!(
+            parse(" threshold:5000,20,20 ").unwrap(),
+            PolicySpec::Threshold(vec![5000, 20, 20])
+        );
+        assert_eq!(
+            parse("threshold:2000").unwrap(),
+            PolicySpec::Threshold(vec![2000])
+        );
+        assert_eq!(
+            parse("freeze").unwrap(),
+            PolicySpec::Freeze {
+                warmup: DEFAULT_FREEZE_WARMUP
+            }
+        );
+        assert_eq!(
+            parse("freeze:500ms").unwrap(),
+            PolicySpec::Freeze {
+                warmup: Duration::from_millis(500)
+            }
+        );
+        let PolicySpec::Periodic { every, guard } =
+            parse("periodic:30,rss=512M,young=5000,check=0.1").unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(every, Duration::from_secs(30));
+        assert_eq!(guard.rss_budget, Some(512 << 20));
+        assert_eq!(guard.young_budget, 5000);
+        assert_eq!(guard.check_every, Duration::from_millis(100));
+        assert!(parse("periodic:1").unwrap().disables_automatic_gc());
+    }
+
+    #[test]
+    fn bad_specs_name_the_problem() {
+        let cases = [
+            ("", "empty policy name"),
+            ("sometimes", "unknown policy \"sometimes\""),
+            ("threshold", "1 to 3 integers"),
+            ("threshold:1,2,3,4", "1 to 3 integers"),
+            ("threshold:abc", "\"abc\" is not a non-negative integer"),
+            ("threshold:-5", "not a non-negative integer"),
+            ("threshold:0", "use periodic"),
+            ("threshold:99999999999", "larger than CPython accepts"),
+            ("periodic", "one interval"),
+            ("periodic:0", "must be positive"),
+            ("periodic:soon", "not a duration"),
+            ("periodic:10,rss=lots", "not a size"),
+            ("periodic:10,budget=1", "unknown option \"budget\""),
+            ("periodic:10,young=0", "young budget must be positive"),
+            ("freeze:1,2", "at most one"),
+            ("default:3", "no arguments"),
+            ("threshold:700,,10", "empty value"),
+            ("freeze,rss=1G", "unknown policy \"freeze,rss=1G\""),
+        ];
+        for (spec, expected) in cases {
+            let e = parse(spec).expect_err(spec);
+            assert!(e.contains(expected), "{spec:?}: {e}");
+            assert!(
+                e.contains(&format!("{spec:?}")),
+                "error names the spec: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn sizes_and_durations() {
+        assert_eq!(parse_size("1G").unwrap(), 1 << 30);
+        assert_eq!(parse_size("1.5GiB").unwrap(), 3 << 29);
+        assert_eq!(parse_size("800kb").unwrap(), 800 << 10);
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert!(parse_duration("-1").is_err());
+        assert!(parse_duration("nan").is_err());
+    }
+}

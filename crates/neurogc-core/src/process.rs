@@ -1,0 +1,199 @@
+//! This process's own resource use, read from `/proc/<pid>/{stat,status,io}`.
+//!
+//! Per-process, not machine-wide: the seed's profiler used psutil's system counters, so its "process"
+//! CPU, disk and network columns measured the whole machine. Network bytes are not in `/proc` per
+//! process at all; the middleware counts them.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// Cumulative counters at one instant. `None` where the file or field could not be read.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ProcessCounters {
+    /// utime + stime, in clock ticks.
+    pub cpu_ticks: Option<u64>,
+    pub rss_bytes: Option<u64>,
+    /// Bytes fetched from / sent to the storage layer (`read_bytes` / `write_bytes`).
+    pub read_bytes: Option<u64>,
+    pub write_bytes: Option<u64>,
+}
+
+/// Rates between two readings.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ProcessRates {
+    /// % of one core.
+    pub cpu_percent: Option<f64>,
+    /// RSS as % of the machine's memory.
+    pub mem_percent: Option<f64>,
+    pub rss_bytes: Option<u64>,
+    pub disk_read_per_s: Option<f64>,
+    pub disk_write_per_s: Option<f64>,
+}
+
+/// Reads one process's counters. `proc_root` is `/proc` except in tests of unreadable entries.
+#[derive(Clone, Debug)]
+pub struct ProcessReader {
+    proc_root: PathBuf,
+    clock_ticks_per_s: f64,
+    mem_total_bytes: Option<u64>,
+}
+
+impl ProcessReader {
+    pub fn new(proc_root: impl Into<PathBuf>) -> Self {
+        let proc_root = proc_root.into();
+        let mem_total_bytes = fs::read_to_string(proc_root.join("meminfo"))
+            .ok()
+            .and_then(|text| parse_kib_field(&text, "MemTotal:"));
+        ProcessReader {
+            proc_root,
+            clock_ticks_per_s: clock_ticks_per_second(),
+            mem_total_bytes,
+        }
+    }
+
+    pub fn mem_total_bytes(&self) -> Option<u64> {
+        self.mem_total_bytes
+    }
+
+    /// Reads the current process's counters (the pid is looked up each time: it changes in a fork child).
+    pub fn read(&self) -> ProcessCounters {
+        self.read_pid(std::process::id())
+    }
+
+    pub fn read_pid(&self, pid: u32) -> ProcessCounters {
+        let dir = self.proc_root.join(pid.to_string());
+        let io = fs::read_to_string(dir.join("io")).ok();
+        ProcessCounters {
+            cpu_ticks: fs::read_to_string(dir.join("stat"))
+                .ok()
+                .and_then(|s| parse_stat_cpu_ticks(&s)),
+            rss_bytes: read_rss_bytes(&dir),
+            read_bytes: io
+                .as_deref()
+                .and_then(|t| parse_plain_field(t, "read_bytes:")),
+            write_bytes: io
+                .as_deref()
+                .and_then(|t| parse_plain_field(t, "write_bytes:")),
+        }
+    }
+
+    /// Rates over `elapsed_s` seconds between `before` and `after`.
+    pub fn rates(
+        &self,
+        before: &ProcessCounters,
+        after: &ProcessCounters,
+        elapsed_s: f64,
+    ) -> ProcessRates {
+        let per_s = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(a), Some(b)) if elapsed_s > 0.0 => Some(b.saturating_sub(a) as f64 / elapsed_s),
+            _ => None,
+        };
+        ProcessRates {
+            cpu_percent: per_s(before.cpu_ticks, after.cpu_ticks)
+                .map(|ticks_per_s| ticks_per_s / self.clock_ticks_per_s * 100.0),
+            mem_percent: match (after.rss_bytes, self.mem_total_bytes) {
+                (Some(rss), Some(total)) if total > 0 => Some(rss as f64 / total as f64 * 100.0),
+                _ => None,
+            },
+            rss_bytes: after.rss_bytes,
+            disk_read_per_s: per_s(before.read_bytes, after.read_bytes),
+            disk_write_per_s: per_s(before.write_bytes, after.write_bytes),
+        }
+    }
+}
+
+/// Reads VmRSS (bytes) from `<dir>/status`.
+pub fn read_rss_bytes(dir: &Path) -> Option<u64> {
+    fs::read_to_string(dir.join("status"))
+        .ok()
+        .and_then(|t| parse_kib_field(&t, "VmRSS:"))
+}
+
+fn clock_ticks_per_second() -> f64 {
+    // SAFETY: sysconf has no preconditions; it returns -1 on error, handled below.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks > 0 {
+        ticks as f64
+    } else {
+        100.0
+    }
+}
+
+/// utime + stime from `/proc/<pid>/stat`. The command name (field 2) may contain spaces and
+/// parentheses, so fields are counted from the last ')'.
+fn parse_stat_cpu_ticks(stat: &str) -> Option<u64> {
+    let after_comm = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = after_comm.split_whitespace().collect();
+    // After the comm: state is field 3 (index 0 here); utime is field 14, stime field 15.
+    let utime: u64 = fields.get(14 - 3)?.parse().ok()?;
+    let stime: u64 = fields.get(15 - 3)?.parse().ok()?;
+    Some(utime + stime)
+}
+
+/// A `Key:   123 kB` line, in bytes.
+fn parse_kib_field(text: &str, key: &str) -> Option<u64> {
+    parse_plain_field(text, key).map(|kib| kib * 1024)
+}
+
+/// The first number after `key` on its line.
+fn parse_plain_field(text: &str, key: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(key))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_parsing_survives_odd_command_names() {
+        let stat =
+            "4242 (my (odd) app) S 1 4242 4242 0 -1 4194304 100 0 0 0 250 75 0 0 20 0 3 0 1 1 1";
+        assert_eq!(parse_stat_cpu_ticks(stat), Some(325));
+        assert_eq!(parse_stat_cpu_ticks("garbage"), None);
+    }
+
+    #[test]
+    fn reads_own_process() {
+        let reader = ProcessReader::new("/proc");
+        let c = reader.read();
+        assert!(c.cpu_ticks.is_some());
+        let rss = c.rss_bytes.expect("VmRSS readable");
+        assert!(rss > 1_000_000 && rss < 10_000_000_000, "{rss}");
+        assert!(reader.mem_total_bytes().unwrap() > rss);
+    }
+
+    #[test]
+    fn cpu_percent_of_a_busy_loop_is_near_one_core() {
+        let reader = ProcessReader::new("/proc");
+        // Thread-level accounting would be cleaner, but the process total is what we report.
+        let before = reader.read();
+        let start = std::time::Instant::now();
+        let mut x = 0u64;
+        while start.elapsed().as_millis() < 300 {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        let after = reader.read();
+        let rates = reader.rates(&before, &after, start.elapsed().as_secs_f64());
+        let cpu = rates.cpu_percent.unwrap();
+        assert!((50.0..=250.0).contains(&cpu), "cpu {cpu}");
+    }
+
+    #[test]
+    fn unreadable_root_gives_none_not_zero() {
+        let reader = ProcessReader::new("/nonexistent-proc-root");
+        let c = reader.read();
+        assert_eq!(c, ProcessCounters::default());
+        let r = reader.rates(&c, &c, 1.0);
+        assert_eq!(r, ProcessRates::default());
+    }
+
+    #[test]
+    fn kib_fields() {
+        let status = "Name:\tpython\nVmHWM:\t  2048 kB\nVmRSS:\t  1024 kB\n";
+        assert_eq!(parse_kib_field(status, "VmRSS:"), Some(1024 * 1024));
+        assert_eq!(parse_kib_field(status, "VmSwap:"), None);
+    }
+}
