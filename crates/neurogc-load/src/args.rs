@@ -1,0 +1,358 @@
+//! Command-line flags in Locust's vocabulary, and their validation into a [`Config`].
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+
+use crate::client::Target;
+use crate::schedule::{Arrivals, Wait};
+use crate::tasks::TaskSet;
+
+/// `neurogc load`: closed loop (`--users`) or open loop (`--rate`) against one or more hosts.
+#[derive(clap::Args, Debug, Clone)]
+pub struct LoadArgs {
+    /// Target base URL, http://HOST[:PORT][/PREFIX]. Repeat to load several targets with the same
+    /// schedule at the same time; each gets its own statistics.
+    #[arg(long = "host", value_name = "URL", required = true)]
+    pub hosts: Vec<String>,
+
+    /// Closed loop: number of concurrent users per host (Locust's -u).
+    #[arg(short = 'u', long, value_name = "N", conflicts_with = "rate")]
+    pub users: Option<u64>,
+
+    /// Closed loop: users started per second (Locust's -r).
+    #[arg(short = 'r', long, value_name = "R", conflicts_with = "rate")]
+    pub spawn_rate: Option<f64>,
+
+    /// Stop after this long: 30s, 1m, 1m30s, 1h (a bare number is seconds). Default: until Ctrl-C.
+    #[arg(short = 't', long, value_name = "DURATION", value_parser = parse_duration)]
+    pub run_time: Option<Duration>,
+
+    /// Closed loop: wait between a user's tasks, uniform in [MIN, MAX] seconds (default 0.1,0.5).
+    #[arg(long, value_name = "MIN,MAX", conflicts_with_all = ["wait_min", "wait_max", "rate"])]
+    pub wait: Option<String>,
+
+    /// Closed loop: lower bound of the wait, seconds.
+    #[arg(long, value_name = "SECONDS", conflicts_with = "rate")]
+    pub wait_min: Option<f64>,
+
+    /// Closed loop: upper bound of the wait, seconds.
+    #[arg(long, value_name = "SECONDS", conflicts_with = "rate")]
+    pub wait_max: Option<f64>,
+
+    /// TOML task file (see docs/load.md). Default: the seed's locustfile tasks.
+    #[arg(long, value_name = "FILE")]
+    pub tasks: Option<PathBuf>,
+
+    /// Open loop: requests per second sent to every host, latency measured from the intended send time.
+    #[arg(long, value_name = "RPS")]
+    pub rate: Option<f64>,
+
+    /// Open loop: spacing of intended send times.
+    #[arg(long, value_enum, value_name = "KIND", requires = "rate")]
+    pub arrivals: Option<Arrivals>,
+
+    /// Open loop: most requests in flight per host; arrivals beyond it are dropped and counted.
+    #[arg(long, value_name = "N", default_value_t = 1000, requires = "rate")]
+    pub max_in_flight: usize,
+
+    /// Open loop: a request dispatched later than this after its intended time counts as a late start.
+    #[arg(long, value_name = "DURATION", default_value = "10ms", value_parser = parse_duration)]
+    pub late_threshold: Duration,
+
+    /// Per-request timeout (connect + send + full response), e.g. 30s or 500ms.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub timeout: Duration,
+
+    /// Print a live table every second (per host and task), then the summary.
+    #[arg(long)]
+    pub headless: bool,
+
+    /// Write per-second statistics as JSON lines plus a final summary object ("-" for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json_out: Option<PathBuf>,
+
+    /// Save the latency histograms as HdrHistogram interval logs, one file per host.
+    #[arg(long, value_name = "DIR")]
+    pub hdr_out: Option<PathBuf>,
+
+    /// Print nothing but errors.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+
+    /// Seed for task picks, waits and Poisson arrivals (default: from the clock).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+}
+
+/// How load is offered.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Mode {
+    /// Locust semantics: each user sends, waits for the answer, waits `wait`, repeats.
+    Closed {
+        users: u64,
+        spawn_rate: f64,
+        wait: Wait,
+    },
+    /// wrk2 semantics: requests leave on a schedule whatever the server does.
+    Open {
+        rate: f64,
+        arrivals: Arrivals,
+        max_in_flight: usize,
+        late_threshold: Duration,
+    },
+}
+
+/// A validated run description.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub targets: Vec<Target>,
+    pub tasks: TaskSet,
+    pub mode: Mode,
+    pub run_time: Option<Duration>,
+    pub timeout: Duration,
+    pub headless: bool,
+    pub quiet: bool,
+    pub json_out: Option<PathBuf>,
+    pub hdr_out: Option<PathBuf>,
+    pub seed: u64,
+}
+
+/// Histograms track up to one hour, so durations beyond it are refused.
+const MAX_DURATION: Duration = Duration::from_secs(3600);
+
+impl Config {
+    pub fn from_args(a: LoadArgs) -> Result<Config> {
+        let targets = a
+            .hosts
+            .iter()
+            .map(|h| Target::parse(h))
+            .collect::<Result<Vec<_>>>()?;
+        let tasks = match &a.tasks {
+            Some(path) => TaskSet::from_file(path)?,
+            None => TaskSet::seed(),
+        };
+        if a.timeout.is_zero() || a.timeout > MAX_DURATION {
+            bail!("--timeout {:?} must be above 0 and at most 1h", a.timeout);
+        }
+        if a.run_time.is_some_and(|d| d.is_zero()) {
+            bail!("--run-time must be above 0");
+        }
+        let mode = match a.rate {
+            Some(rate) => {
+                if !(rate.is_finite() && rate > 0.0 && rate <= 10_000_000.0) {
+                    bail!("--rate {rate} must be a number of requests per second above 0");
+                }
+                if a.max_in_flight == 0 {
+                    bail!("--max-in-flight must be at least 1");
+                }
+                Mode::Open {
+                    rate,
+                    arrivals: a.arrivals.unwrap_or(Arrivals::Uniform),
+                    max_in_flight: a.max_in_flight,
+                    late_threshold: a.late_threshold,
+                }
+            }
+            None => {
+                let users = a.users.unwrap_or(1);
+                if users == 0 || users > 1_000_000 {
+                    bail!("--users {users} must be between 1 and 1000000");
+                }
+                let spawn_rate = a.spawn_rate.unwrap_or(1.0);
+                if !(spawn_rate.is_finite() && spawn_rate > 0.0) {
+                    bail!("--spawn-rate {spawn_rate} must be a number of users per second above 0");
+                }
+                let wait = match &a.wait {
+                    Some(s) => parse_wait(s).with_context(|| format!("--wait {s:?}"))?,
+                    None => Wait::new(a.wait_min.unwrap_or(0.1), a.wait_max.unwrap_or(0.5))
+                        .context("--wait-min/--wait-max")?,
+                };
+                Mode::Closed {
+                    users,
+                    spawn_rate,
+                    wait,
+                }
+            }
+        };
+        let seed = a.seed.unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(0)
+        });
+        Ok(Config {
+            targets,
+            tasks,
+            mode,
+            run_time: a.run_time,
+            timeout: a.timeout,
+            headless: a.headless,
+            quiet: a.quiet,
+            json_out: a.json_out,
+            hdr_out: a.hdr_out,
+            seed,
+        })
+    }
+}
+
+fn parse_wait(s: &str) -> Result<Wait> {
+    let (lo, hi) = s
+        .split_once(',')
+        .context("expected MIN,MAX in seconds, e.g. 0.1,0.5")?;
+    let num = |x: &str| {
+        x.trim()
+            .parse::<f64>()
+            .with_context(|| format!("{x:?} is not a number"))
+    };
+    Wait::new(num(lo)?, num(hi)?)
+}
+
+/// Parses `30s`, `1m`, `1m30s`, `1h`, `250ms`, `1.5s` or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let text = s.trim();
+    if text.is_empty() {
+        return Err("empty duration".into());
+    }
+    if let Ok(secs) = text.parse::<f64>() {
+        return seconds(secs, s);
+    }
+    let mut total = 0.0;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let unit_len = rest[num_len..]
+            .find(|c: char| !c.is_ascii_alphabetic())
+            .unwrap_or(rest.len() - num_len);
+        let (num, unit) = (&rest[..num_len], &rest[num_len..num_len + unit_len]);
+        let value: f64 = num
+            .parse()
+            .map_err(|_| format!("{s:?} is not a duration (try 30s, 1m30s, 1h)"))?;
+        let scale = match unit {
+            "h" => 3600.0,
+            "m" => 60.0,
+            "s" => 1.0,
+            "ms" => 0.001,
+            _ => {
+                return Err(format!(
+                    "unknown unit {unit:?} in {s:?} (use h, m, s or ms)"
+                ))
+            }
+        };
+        total += value * scale;
+        rest = &rest[num_len + unit_len..];
+    }
+    seconds(total, s)
+}
+
+fn seconds(secs: f64, original: &str) -> Result<Duration, String> {
+    if !secs.is_finite() || secs < 0.0 || secs > 366.0 * 86400.0 {
+        return Err(format!("{original:?} is out of range"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: LoadArgs,
+    }
+
+    fn config(argv: &[&str]) -> Result<Config> {
+        let cli = Cli::try_parse_from(std::iter::once("load").chain(argv.iter().copied()))?;
+        Config::from_args(cli.args)
+    }
+
+    fn error(argv: &[&str]) -> String {
+        format!("{:#}", config(argv).unwrap_err())
+    }
+
+    #[test]
+    fn durations() {
+        let d = |s| parse_duration(s).unwrap();
+        assert_eq!(d("30s"), Duration::from_secs(30));
+        assert_eq!(d("1m"), Duration::from_secs(60));
+        assert_eq!(d("1m30s"), Duration::from_secs(90));
+        assert_eq!(d("1h"), Duration::from_secs(3600));
+        assert_eq!(d("1h30m"), Duration::from_secs(5400));
+        assert_eq!(d("250ms"), Duration::from_millis(250));
+        assert_eq!(d("90"), Duration::from_secs(90));
+        assert_eq!(d("1.5s"), Duration::from_millis(1500));
+        assert!(parse_duration("1x").unwrap_err().contains("unknown unit"));
+        assert!(parse_duration("").is_err());
+        assert!(parse_duration("s").is_err());
+        assert!(parse_duration("-3").is_err());
+    }
+
+    #[test]
+    fn closed_loop_defaults_follow_locust_and_the_seed() {
+        let c = config(&[
+            "--host",
+            "http://127.0.0.1:8001",
+            "-u",
+            "100",
+            "-r",
+            "10",
+            "-t",
+            "1m",
+        ])
+        .unwrap();
+        assert_eq!(
+            c.mode,
+            Mode::Closed {
+                users: 100,
+                spawn_rate: 10.0,
+                wait: Wait::new(0.1, 0.5).unwrap()
+            }
+        );
+        assert_eq!(c.run_time, Some(Duration::from_secs(60)));
+        assert_eq!(c.tasks.len(), 5);
+        let c = config(&["--host", "http://127.0.0.1:1", "--wait", "0,0"]).unwrap();
+        assert!(
+            matches!(c.mode, Mode::Closed { wait, .. } if wait == Wait::new(0.0, 0.0).unwrap())
+        );
+    }
+
+    #[test]
+    fn open_loop_and_several_hosts() {
+        let c = config(&[
+            "--host",
+            "http://127.0.0.1:8001",
+            "--host",
+            "http://localhost:8002/api",
+            "--rate",
+            "50",
+            "--arrivals",
+            "poisson",
+        ])
+        .unwrap();
+        assert_eq!(c.targets.len(), 2);
+        assert!(
+            matches!(c.mode, Mode::Open { rate, arrivals: Arrivals::Poisson, .. } if rate == 50.0)
+        );
+    }
+
+    #[test]
+    fn bad_input_is_named() {
+        let h = "--host";
+        let u = "http://127.0.0.1:1";
+        assert!(error(&[h, u, "--arrivals", "bursty", "--rate", "5"]).contains("bursty"));
+        assert!(error(&[h, u, "--rate", "0"]).contains("--rate 0"));
+        assert!(error(&[h, u, "--rate", "5", "-u", "3"]).contains("--users"));
+        assert!(error(&[h, u, "-u", "0"]).contains("--users 0"));
+        assert!(error(&[h, u, "-r", "0"]).contains("--spawn-rate"));
+        assert!(error(&[h, u, "--wait", "0.5,0.1"]).contains("--wait"));
+        assert!(error(&[h, u, "--wait", "x,1"]).contains("\"x\" is not a number"));
+        assert!(error(&[h, u, "--run-time", "5y"]).contains("unknown unit"));
+        assert!(error(&[h, "https://127.0.0.1"]).contains("https"));
+        assert!(error(&[h, "http://"]).contains("http://"));
+        assert!(error(&[h, u, "--tasks", "/nope.toml"]).contains("/nope.toml"));
+        assert!(error(&["-u", "3"]).contains("--host"));
+    }
+}

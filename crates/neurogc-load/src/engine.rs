@@ -1,0 +1,380 @@
+//! Runs a [`Config`]: the closed and open loops, the per-second roll-over, Ctrl-C and the drain.
+//!
+//! Everything runs on one thread (a current-thread tokio runtime and a `LocalSet`): the
+//! generator usually shares a 2-core machine with the server it measures, one core is plenty
+//! for the rates we need, and single-threaded state needs no locks on the hot path.
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::{Duration, SystemTime};
+
+use anyhow::{Context, Result};
+use tokio::task::{spawn_local, JoinHandle, LocalSet};
+use tokio::time::{sleep_until, timeout, Instant};
+
+use crate::args::{Config, Mode};
+use crate::client::{self, Conn, FailKind, Prepared};
+use crate::report::{unix, Reporter, Summary};
+use crate::rng::Rng;
+use crate::schedule::{spawn_offset, ArrivalClock, Wait};
+use crate::stats::Stats;
+
+/// Runs the load described by `cfg` to its end (or Ctrl-C) and returns the summary.
+pub fn execute(cfg: Config) -> Result<Summary> {
+    raise_fd_limit();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    LocalSet::new().block_on(&rt, drive(Rc::new(cfg)))
+}
+
+/// What the load tasks share.
+struct Shared {
+    cfg: Rc<Config>,
+    /// `requests[host][task]`, serialised once.
+    requests: Vec<Vec<Prepared>>,
+    stats: RefCell<Stats>,
+    /// Open loop: idle keep-alive connections and requests in flight, per host.
+    pools: Vec<Pool>,
+}
+
+#[derive(Default)]
+struct Pool {
+    idle: RefCell<Vec<Conn>>,
+    in_flight: Cell<u64>,
+}
+
+async fn drive(cfg: Rc<Config>) -> Result<Summary> {
+    for t in &cfg.targets {
+        let budget = cfg.timeout.min(Duration::from_secs(5));
+        match timeout(budget, client::probe(t)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => anyhow::bail!("cannot reach --host {} ({}): {e}", t.url, t.addr),
+            Err(_) => anyhow::bail!(
+                "cannot reach --host {} ({}): no answer within {budget:?}",
+                t.url,
+                t.addr
+            ),
+        }
+    }
+    let started_wall = SystemTime::now();
+    let mut reporter = Reporter::new(&cfg, started_wall)?;
+    let shared = Rc::new(Shared {
+        requests: cfg
+            .targets
+            .iter()
+            .map(|t| cfg.tasks.tasks().iter().map(|k| t.prepare(k)).collect())
+            .collect(),
+        stats: RefCell::new(Stats::new(cfg.targets.len(), cfg.tasks.len())),
+        pools: cfg.targets.iter().map(|_| Pool::default()).collect(),
+        cfg: cfg.clone(),
+    });
+    let start = Instant::now();
+    let deadline = cfg.run_time.map(|d| start + d);
+    let mut load: JoinHandle<()> = match cfg.mode {
+        Mode::Closed {
+            users,
+            spawn_rate,
+            wait,
+        } => spawn_local(closed_loop(
+            shared.clone(),
+            start,
+            deadline,
+            users,
+            spawn_rate,
+            wait,
+        )),
+        Mode::Open { .. } => spawn_local(open_loop(shared.clone(), start, deadline)),
+    };
+
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
+    let mut interrupted = false;
+    let mut last_roll = start;
+    let mut next_tick = start + Duration::from_secs(1);
+    // The per-second loop; it ends at the deadline or on Ctrl-C.
+    loop {
+        let until = deadline.map_or(next_tick, |d| d.min(next_tick));
+        tokio::select! {
+            _ = sleep_until(until) => {}
+            _ = &mut ctrl_c => { interrupted = true; break; }
+        }
+        if Some(until) == deadline {
+            break;
+        }
+        roll(&shared, &mut reporter, start, &mut last_roll, until)?;
+        next_tick += Duration::from_secs(1);
+    }
+    let end = if interrupted {
+        Instant::now()
+    } else {
+        deadline.unwrap_or_else(Instant::now)
+    };
+    if !interrupted {
+        // Requests sent before the deadline still count: wait for them (each is bounded by
+        // --timeout), unless the user presses Ctrl-C.
+        tokio::select! {
+            _ = &mut load => {}
+            _ = tokio::time::sleep(cfg.timeout + Duration::from_secs(1)) => {}
+            _ = &mut ctrl_c => { interrupted = true; }
+        }
+    }
+    load.abort();
+    let now = Instant::now();
+    roll(&shared, &mut reporter, start, &mut last_roll, now)?;
+    let summary = summarize(
+        &cfg,
+        &shared.stats.borrow(),
+        &reporter,
+        started_wall,
+        end - start,
+        interrupted,
+    );
+    reporter.finish(&summary)?;
+    Ok(summary)
+}
+
+/// Closes the statistics window `[last_roll, now]` and reports it.
+fn roll(
+    shared: &Shared,
+    reporter: &mut Reporter,
+    start: Instant,
+    last_roll: &mut Instant,
+    now: Instant,
+) -> Result<()> {
+    let snaps = {
+        let mut stats = shared.stats.borrow_mut();
+        for (h, p) in shared.pools.iter().enumerate() {
+            stats.set_in_flight(h, p.in_flight.get());
+        }
+        stats.roll()
+    };
+    let interval = now - *last_roll;
+    *last_roll = now;
+    reporter.second(&snaps, now - start, interval)
+}
+
+fn summarize(
+    cfg: &Config,
+    stats: &Stats,
+    reporter: &Reporter,
+    started: SystemTime,
+    duration: Duration,
+    interrupted: bool,
+) -> Summary {
+    let totals = stats.totals();
+    let rows = reporter.rows("total", &totals, duration, duration);
+    let all: Vec<_> = rows.iter().filter(|r| r.task == "all").collect();
+    let sum = |f: fn(&crate::stats::Row) -> u64| all.iter().map(|r| f(r)).sum::<u64>();
+    let requests = sum(|r| r.requests);
+    let (users, spawn_rate, wait, rate, arrivals, cap) = match &cfg.mode {
+        Mode::Closed {
+            users,
+            spawn_rate,
+            wait,
+        } => (
+            Some(*users),
+            Some(*spawn_rate),
+            Some(*wait),
+            None,
+            None,
+            None,
+        ),
+        Mode::Open {
+            rate,
+            arrivals,
+            max_in_flight,
+            ..
+        } => (
+            None,
+            None,
+            None,
+            Some(*rate),
+            Some(*arrivals),
+            Some(*max_in_flight),
+        ),
+    };
+    Summary {
+        kind: "summary".into(),
+        mode: if rate.is_some() { "open" } else { "closed" }.into(),
+        hosts: cfg.targets.iter().map(|t| t.url.clone()).collect(),
+        tasks: cfg.tasks.tasks().iter().map(|t| t.name.clone()).collect(),
+        users,
+        spawn_rate,
+        wait_min_s: wait.map(|w| w.min_s()),
+        wait_max_s: wait.map(|w| w.max_s()),
+        target_rate: rate,
+        arrivals: arrivals.map(|a| {
+            serde_json::to_value(a)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default()
+        }),
+        max_in_flight: cap,
+        seed: cfg.seed,
+        started_at: unix(started),
+        duration_s: duration.as_secs_f64(),
+        interrupted,
+        requests,
+        failures: sum(|r| r.failures),
+        achieved_rate: requests as f64
+            / duration.as_secs_f64().max(1e-9)
+            / cfg.targets.len() as f64,
+        late_starts: sum(|r| r.late_starts),
+        dropped: sum(|r| r.dropped),
+        rows,
+    }
+}
+
+/// Sends one request within the timeout; on timeout the connection's state is unknown, so it is dropped.
+async fn timed_send(
+    shared: &Shared,
+    slot: &mut Option<Conn>,
+    host: usize,
+    task: usize,
+) -> Result<u16, FailKind> {
+    let addr = shared.cfg.targets[host].addr;
+    let req = &shared.requests[host][task];
+    match timeout(shared.cfg.timeout, client::send(slot, addr, req)).await {
+        Ok(r) => r,
+        Err(_) => {
+            *slot = None;
+            Err(FailKind::Timeout)
+        }
+    }
+}
+
+/// Locust semantics. User `k` of every host starts at k / spawn_rate and draws the same task and
+/// wait sequence on every host (same seed), so hosts get the same schedule.
+async fn closed_loop(
+    shared: Rc<Shared>,
+    start: Instant,
+    deadline: Option<Instant>,
+    users: u64,
+    spawn_rate: f64,
+    wait: Wait,
+) {
+    let mut handles = Vec::new();
+    for k in 0..users {
+        let at = start + spawn_offset(k, spawn_rate);
+        if deadline.is_some_and(|d| at >= d) {
+            break;
+        }
+        sleep_until(at).await;
+        for host in 0..shared.cfg.targets.len() {
+            shared.stats.borrow_mut().add_user(host);
+            let rng = Rng::derive(shared.cfg.seed, k);
+            handles.push(spawn_local(user(shared.clone(), host, rng, deadline, wait)));
+        }
+    }
+    for h in handles {
+        let _ = h.await;
+    }
+}
+
+async fn user(
+    shared: Rc<Shared>,
+    host: usize,
+    mut rng: Rng,
+    deadline: Option<Instant>,
+    wait: Wait,
+) {
+    let mut conn = None;
+    while deadline.is_none_or(|d| Instant::now() < d) {
+        let task = shared.cfg.tasks.pick(&mut rng);
+        let sent = Instant::now();
+        let result = timed_send(&shared, &mut conn, host, task).await;
+        shared
+            .stats
+            .borrow_mut()
+            .record(host, task, sent.elapsed(), result);
+        let pause = wait.sample(&mut rng);
+        if !pause.is_zero() {
+            let wake = Instant::now() + pause;
+            sleep_until(deadline.map_or(wake, |d| d.min(wake))).await;
+        }
+    }
+}
+
+/// wrk2 semantics: request `i` is due at its intended time whatever happened before it; its
+/// latency is measured from that time, so a stalled server cannot slow the clock down
+/// (no coordinated omission). All hosts get the same intended times and tasks.
+async fn open_loop(shared: Rc<Shared>, start: Instant, deadline: Option<Instant>) {
+    let Mode::Open {
+        rate,
+        arrivals,
+        late_threshold,
+        ..
+    } = shared.cfg.mode
+    else {
+        return;
+    };
+    let mut clock = ArrivalClock::new(rate, arrivals, Rng::derive(shared.cfg.seed, u64::MAX));
+    let mut picks = Rng::derive(shared.cfg.seed, u64::MAX - 1);
+    loop {
+        let intended = start + clock.next_offset();
+        if deadline.is_some_and(|d| intended >= d) {
+            break;
+        }
+        if intended > Instant::now() {
+            sleep_until(intended).await;
+        }
+        let task = shared.cfg.tasks.pick(&mut picks);
+        let late = Instant::now().saturating_duration_since(intended) > late_threshold;
+        for host in 0..shared.cfg.targets.len() {
+            dispatch(&shared, host, task, intended, late);
+        }
+    }
+    // Wait for what is still in flight.
+    while shared.pools.iter().any(|p| p.in_flight.get() > 0) {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+fn dispatch(shared: &Rc<Shared>, host: usize, task: usize, intended: Instant, late: bool) {
+    let Mode::Open { max_in_flight, .. } = shared.cfg.mode else {
+        return;
+    };
+    let pool = &shared.pools[host];
+    {
+        let mut stats = shared.stats.borrow_mut();
+        if late {
+            stats.late_start(host, task);
+        }
+        if pool.in_flight.get() >= max_in_flight as u64 {
+            stats.dropped(host, task);
+            return;
+        }
+    }
+    pool.in_flight.set(pool.in_flight.get() + 1);
+    // Reuse an idle connection, or open a new one: the pool grows to what the rate needs.
+    let mut conn = pool.idle.borrow_mut().pop();
+    let shared = shared.clone();
+    spawn_local(async move {
+        let result = timed_send(&shared, &mut conn, host, task).await;
+        shared
+            .stats
+            .borrow_mut()
+            .record(host, task, intended.elapsed(), result);
+        let pool = &shared.pools[host];
+        if let Some(c) = conn {
+            pool.idle.borrow_mut().push(c);
+        }
+        pool.in_flight.set(pool.in_flight.get() - 1);
+    });
+}
+
+/// Many users or a deep in-flight cap need many sockets: lift the soft limit to the hard one.
+fn raise_fd_limit() {
+    // SAFETY: getrlimit/setrlimit only read and write the struct we pass.
+    unsafe {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+}

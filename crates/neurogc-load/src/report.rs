@@ -1,0 +1,396 @@
+//! Output: the live table, the JSON-lines stream, HdrHistogram interval logs and the summary.
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
+use hdrhistogram::serialization::V2DeflateSerializer;
+use serde::{Deserialize, Serialize};
+
+use crate::args::{Config, Mode};
+use crate::stats::{Row, RowContext, Snapshot};
+
+/// The last line of `--json-out`: the run's parameters and its totals per host and task.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Summary {
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// "closed" or "open".
+    pub mode: String,
+    pub hosts: Vec<String>,
+    pub tasks: Vec<String>,
+    pub users: Option<u64>,
+    pub spawn_rate: Option<f64>,
+    pub wait_min_s: Option<f64>,
+    pub wait_max_s: Option<f64>,
+    pub target_rate: Option<f64>,
+    pub arrivals: Option<String>,
+    pub max_in_flight: Option<usize>,
+    pub seed: u64,
+    pub started_at: f64,
+    pub duration_s: f64,
+    pub interrupted: bool,
+    pub requests: u64,
+    pub failures: u64,
+    /// Completed requests per second per host (mean over hosts).
+    pub achieved_rate: f64,
+    pub late_starts: u64,
+    pub dropped: u64,
+    /// `"type": "total"` rows: every host × task, then the host's "all".
+    pub rows: Vec<Row>,
+}
+
+/// Turns snapshots into rows and sends them where the flags asked.
+pub struct Reporter {
+    hosts: Vec<String>,
+    tasks: Vec<String>,
+    closed_loop: bool,
+    started: SystemTime,
+    table: bool,
+    summary: bool,
+    human_to_stderr: bool,
+    json: Option<(PathBuf, Box<dyn Write>)>,
+    hdr: Vec<HdrLog>,
+}
+
+impl Reporter {
+    /// Opens every output file up front, so a bad path fails before any load is sent.
+    pub fn new(cfg: &Config, started: SystemTime) -> Result<Reporter> {
+        let json_to_stdout = cfg.json_out.as_deref() == Some(Path::new("-"));
+        let json = match &cfg.json_out {
+            None => None,
+            Some(p) if json_to_stdout => {
+                Some((p.clone(), Box::new(io::stdout()) as Box<dyn Write>))
+            }
+            Some(p) => {
+                let f = File::create(p)
+                    .with_context(|| format!("--json-out {}: cannot create", p.display()))?;
+                Some((p.clone(), Box::new(BufWriter::new(f)) as Box<dyn Write>))
+            }
+        };
+        let mut hdr = Vec::new();
+        if let Some(dir) = &cfg.hdr_out {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("--hdr-out {}: cannot create", dir.display()))?;
+            for t in &cfg.targets {
+                hdr.push(HdrLog::create(dir, &t.url, started)?);
+            }
+        }
+        Ok(Reporter {
+            hosts: cfg.targets.iter().map(|t| t.url.clone()).collect(),
+            tasks: cfg.tasks.tasks().iter().map(|t| t.name.clone()).collect(),
+            closed_loop: matches!(cfg.mode, Mode::Closed { .. }),
+            started,
+            table: cfg.headless && !cfg.quiet,
+            summary: !cfg.quiet,
+            human_to_stderr: json_to_stdout,
+            json,
+            hdr,
+        })
+    }
+
+    /// Builds the rows of `snaps`, which cover the `interval` ending `elapsed` after the start.
+    pub fn rows(
+        &self,
+        kind: &str,
+        snaps: &[Snapshot],
+        elapsed: Duration,
+        interval: Duration,
+    ) -> Vec<Row> {
+        let unix_time = unix(self.started + elapsed);
+        snaps
+            .iter()
+            .map(|s| {
+                let ctx = RowContext {
+                    kind,
+                    unix_time,
+                    elapsed_s: elapsed.as_secs_f64(),
+                    interval_s: interval.as_secs_f64(),
+                    host: &self.hosts[s.host],
+                    task: s.task.map_or("all", |t| &self.tasks[t]),
+                    closed_loop: self.closed_loop,
+                };
+                Row::new(&ctx, s)
+            })
+            .collect()
+    }
+
+    /// One second (the last may be shorter): JSON lines flushed, histograms logged, table printed.
+    pub fn second(
+        &mut self,
+        snaps: &[Snapshot],
+        elapsed: Duration,
+        interval: Duration,
+    ) -> Result<()> {
+        let rows = self.rows("second", snaps, elapsed, interval);
+        if let Some((path, w)) = &mut self.json {
+            write_json_lines(w, &rows).with_context(|| format!("--json-out {}", path.display()))?;
+        }
+        for s in snaps {
+            let log = &mut self.hdr[s.host];
+            let tag = s.task.map(|t| self.tasks[t].as_str());
+            log.write(s, tag, elapsed.saturating_sub(interval), interval)?;
+        }
+        if self.table {
+            let title = format!("{:.0}s elapsed · last second", elapsed.as_secs_f64());
+            self.human(&table(&title, &rows));
+        }
+        Ok(())
+    }
+
+    pub fn finish(&mut self, summary: &Summary) -> Result<()> {
+        if let Some((path, w)) = &mut self.json {
+            (|| -> io::Result<()> {
+                serde_json::to_writer(&mut *w, summary)?;
+                w.write_all(b"\n")?;
+                w.flush()
+            })()
+            .with_context(|| format!("--json-out {}", path.display()))?;
+        }
+        for log in &mut self.hdr {
+            log.file
+                .flush()
+                .with_context(|| format!("--hdr-out {}", log.path.display()))?;
+        }
+        if self.summary {
+            self.human(&summary_text(summary));
+        }
+        Ok(())
+    }
+
+    fn human(&self, text: &str) {
+        // A closed stdout (e.g. piped into `head`) must not abort the run.
+        let _ = if self.human_to_stderr {
+            io::stderr().lock().write_all(text.as_bytes())
+        } else {
+            io::stdout().lock().write_all(text.as_bytes())
+        };
+    }
+}
+
+fn write_json_lines(w: &mut Box<dyn Write>, rows: &[Row]) -> io::Result<()> {
+    for r in rows {
+        serde_json::to_writer(&mut *w, r)?;
+        w.write_all(b"\n")?;
+    }
+    // Flushed every second: a crash loses at most the current second.
+    w.flush()
+}
+
+pub fn unix(t: SystemTime) -> f64 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// One HdrHistogram interval log per host: untagged intervals are all of the host's requests,
+/// intervals tagged with a task name are that task's. Values are microseconds.
+struct HdrLog {
+    path: PathBuf,
+    file: BufWriter<File>,
+    serializer: V2DeflateSerializer,
+}
+
+impl HdrLog {
+    fn create(dir: &Path, url: &str, started: SystemTime) -> Result<HdrLog> {
+        let path = dir.join(format!("{}.hlog", slug(url)));
+        let file = File::create(&path)
+            .with_context(|| format!("--hdr-out: cannot create {}", path.display()))?;
+        let mut log = HdrLog {
+            path,
+            file: BufWriter::new(file),
+            serializer: V2DeflateSerializer::new(),
+        };
+        IntervalLogWriterBuilder::new()
+            .add_comment(&format!(
+                "neurogc load: latency of {url} in microseconds; untagged = all tasks"
+            ))
+            .with_start_time(started)
+            .with_base_time(started)
+            .with_max_value_divisor(1000.0) // the Interval_Max column in milliseconds, as Java's logs
+            .begin_log_with(&mut log.file, &mut log.serializer)
+            .with_context(|| format!("--hdr-out {}", log.path.display()))?;
+        Ok(log)
+    }
+
+    fn write(
+        &mut self,
+        s: &Snapshot,
+        task: Option<&str>,
+        start: Duration,
+        length: Duration,
+    ) -> Result<()> {
+        let tag_text = task.map(|t| t.replace([',', ' ', '\r', '\n'], "_"));
+        // A builder with no headers configured writes nothing: it is only a handle for one write.
+        let mut w = IntervalLogWriterBuilder::new()
+            .with_max_value_divisor(1000.0)
+            .begin_log_with(&mut self.file, &mut self.serializer)?;
+        w.write_histogram(
+            &s.window.hist,
+            start,
+            length,
+            tag_text.as_deref().and_then(Tag::new),
+        )
+        .map_err(|e| anyhow::anyhow!("--hdr-out {}: {e}", self.path.display()))?;
+        Ok(())
+    }
+}
+
+/// `http://127.0.0.1:8001/api` → `127.0.0.1_8001_api`.
+fn slug(url: &str) -> String {
+    let s = url.trim_start_matches("http://");
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn fmt_ms(v: Option<f64>) -> String {
+    match v {
+        None => "-".into(),
+        Some(x) if x >= 100.0 => format!("{x:.0}"),
+        Some(x) if x >= 10.0 => format!("{x:.1}"),
+        Some(x) => format!("{x:.2}"),
+    }
+}
+
+/// A plain-text table of rows, Locust-like: one line per host and task.
+pub fn table(title: &str, rows: &[Row]) -> String {
+    let head = [
+        "host", "task", "reqs", "fails", "rps", "p50", "p95", "p99", "p99.9", "max", "mean",
+    ];
+    let cells: Vec<[String; 11]> = rows
+        .iter()
+        .map(|r| {
+            [
+                r.host.clone(),
+                r.task.clone(),
+                r.requests.to_string(),
+                r.failures.to_string(),
+                format!("{:.1}", r.rps),
+                fmt_ms(r.p50_ms),
+                fmt_ms(r.p95_ms),
+                fmt_ms(r.p99_ms),
+                fmt_ms(r.p999_ms),
+                fmt_ms(r.max_ms),
+                fmt_ms(r.mean_ms),
+            ]
+        })
+        .collect();
+    let mut width = head.map(str::len);
+    for c in &cells {
+        for (w, s) in width.iter_mut().zip(c) {
+            *w = (*w).max(s.chars().count());
+        }
+    }
+    let line = |c: &[String]| {
+        let mut s = String::new();
+        for (i, (cell, w)) in c.iter().zip(width).enumerate() {
+            if i < 2 {
+                s.push_str(&format!("{cell:<w$}  "));
+            } else {
+                s.push_str(&format!("{cell:>w$} "));
+            }
+        }
+        s.trim_end().to_string() + "\n"
+    };
+    let mut out = format!("── {title} (latency in ms) ──\n");
+    out.push_str(&line(&head.map(String::from)));
+    for c in &cells {
+        out.push_str(&line(c));
+    }
+    out
+}
+
+fn summary_text(s: &Summary) -> String {
+    let what = match s.mode.as_str() {
+        "open" => format!(
+            "open loop, {} req/s per host ({} arrivals)",
+            s.target_rate.unwrap_or(0.0),
+            s.arrivals.as_deref().unwrap_or("uniform")
+        ),
+        _ => format!("closed loop, {} users per host", s.users.unwrap_or(0)),
+    };
+    let flag = if s.interrupted { ", interrupted" } else { "" };
+    let title = format!("Summary: {what}, {:.1} s{flag}", s.duration_s);
+    let mut out = table(&title, &s.rows);
+    for r in s.rows.iter().filter(|r| r.failures > 0 && r.task != "all") {
+        let kinds: Vec<String> = r
+            .failures_by_kind
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        out.push_str(&format!(
+            "failures  {} {}: {}\n",
+            r.host,
+            r.task,
+            kinds.join(", ")
+        ));
+    }
+    out.push_str(&format!(
+        "requests {}  failures {}  achieved {:.1} req/s per host",
+        s.requests, s.failures, s.achieved_rate
+    ));
+    if s.mode == "open" {
+        out.push_str(&format!(
+            "  late starts {}  dropped {}",
+            s.late_starts, s.dropped
+        ));
+    }
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_are_file_names() {
+        assert_eq!(slug("http://127.0.0.1:8001/api"), "127.0.0.1_8001_api");
+        assert_eq!(slug("http://[::1]:80"), "___1__80");
+    }
+
+    #[test]
+    fn table_aligns_columns() {
+        let row = |task: &str, p: Option<f64>| Row {
+            kind: "second".into(),
+            t: 0.0,
+            elapsed_s: 1.0,
+            interval_s: 1.0,
+            host: "http://h".into(),
+            task: task.into(),
+            users: None,
+            in_flight: 0,
+            requests: 12,
+            failures: 1,
+            failures_by_kind: Default::default(),
+            rps: 12.0,
+            p50_ms: p,
+            p90_ms: p,
+            p95_ms: p,
+            p99_ms: p,
+            p999_ms: p,
+            max_ms: p,
+            mean_ms: p,
+            late_starts: 0,
+            dropped: 0,
+        };
+        let t = table("x", &[row("/cpu-heavy", Some(123.4)), row("all", None)]);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 4);
+        assert!(lines[2].contains("/cpu-heavy") && lines[2].contains("123"));
+        assert!(lines[3].trim_end().ends_with('-'));
+        assert_eq!(
+            lines[1].find("reqs").map(|i| i + 4),
+            lines[2].find("12 ").map(|i| i + 2)
+        );
+    }
+}

@@ -1,0 +1,149 @@
+//! When things happen: open-loop intended send times, closed-loop waits and user spawn times.
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+
+use crate::rng::Rng;
+
+/// Spacing of open-loop arrivals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrivals {
+    /// Exactly 1/rate apart (wrk2).
+    Uniform,
+    /// Exponential gaps with mean 1/rate: a Poisson process, like independent clients.
+    Poisson,
+}
+
+/// Intended send times of an open-loop run, as offsets from its start.
+pub struct ArrivalClock {
+    rate: f64,
+    kind: Arrivals,
+    rng: Rng,
+    n: u64,
+    poisson_at: f64,
+}
+
+impl ArrivalClock {
+    pub fn new(rate: f64, kind: Arrivals, rng: Rng) -> Self {
+        ArrivalClock {
+            rate,
+            kind,
+            rng,
+            n: 0,
+            poisson_at: 0.0,
+        }
+    }
+
+    /// The next intended send time. Uniform times are computed from the index, not summed, so
+    /// they do not drift over a long run.
+    pub fn next_offset(&mut self) -> Duration {
+        let secs = match self.kind {
+            Arrivals::Uniform => self.n as f64 / self.rate,
+            Arrivals::Poisson => {
+                let at = self.poisson_at;
+                // 1 - u is in (0, 1], so ln never sees 0.
+                self.poisson_at += -(1.0 - self.rng.next_f64()).ln() / self.rate;
+                at
+            }
+        };
+        self.n += 1;
+        Duration::from_secs_f64(secs)
+    }
+}
+
+/// Closed-loop think time between a user's tasks, uniform in [min, max] (Locust's `between`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Wait {
+    min: f64,
+    max: f64,
+}
+
+impl Wait {
+    pub fn new(min: f64, max: f64) -> Result<Self> {
+        if !(min.is_finite() && max.is_finite()) || min < 0.0 || max < min || max > 3600.0 {
+            bail!("wait bounds {min},{max} must satisfy 0 <= MIN <= MAX <= 3600 seconds");
+        }
+        Ok(Wait { min, max })
+    }
+
+    pub fn min_s(&self) -> f64 {
+        self.min
+    }
+
+    pub fn max_s(&self) -> f64 {
+        self.max
+    }
+
+    pub fn sample(&self, rng: &mut Rng) -> Duration {
+        if self.max == 0.0 {
+            return Duration::ZERO;
+        }
+        Duration::from_secs_f64(self.min + (self.max - self.min) * rng.next_f64())
+    }
+}
+
+/// Start offset of the `k`-th user (0-based) at `rate` users per second: Locust starts the first
+/// at once and one more every 1/rate seconds.
+pub fn spawn_offset(k: u64, rate: f64) -> Duration {
+    Duration::from_secs_f64(k as f64 / rate)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uniform_arrivals_are_exact() {
+        let mut c = ArrivalClock::new(1000.0, Arrivals::Uniform, Rng::new(1));
+        let times: Vec<Duration> = (0..3001).map(|_| c.next_offset()).collect();
+        assert_eq!(times[0], Duration::ZERO);
+        assert_eq!(times[1], Duration::from_millis(1));
+        assert_eq!(times[3000], Duration::from_secs(3));
+    }
+
+    #[test]
+    fn poisson_gaps_have_mean_and_variance_of_an_exponential() {
+        let rate = 200.0;
+        let mut c = ArrivalClock::new(rate, Arrivals::Poisson, Rng::new(9));
+        let n = 100_000;
+        let mut prev = c.next_offset().as_secs_f64();
+        let (mut sum, mut sum2) = (0.0, 0.0);
+        for _ in 0..n {
+            let t = c.next_offset().as_secs_f64();
+            let g = t - prev;
+            prev = t;
+            sum += g;
+            sum2 += g * g;
+        }
+        let mean = sum / n as f64;
+        let var = sum2 / n as f64 - mean * mean;
+        // Exponential: mean = sd = 1/rate; the mean's standard error is 1/(rate sqrt n).
+        assert!((mean * rate - 1.0).abs() < 0.0125, "mean {mean}");
+        assert!((var.sqrt() * rate - 1.0).abs() < 0.03, "sd {}", var.sqrt());
+    }
+
+    #[test]
+    fn wait_stays_within_bounds() {
+        let w = Wait::new(0.1, 0.5).unwrap();
+        let mut rng = Rng::new(5);
+        let xs: Vec<f64> = (0..10_000)
+            .map(|_| w.sample(&mut rng).as_secs_f64())
+            .collect();
+        assert!(xs.iter().all(|&x| (0.1..=0.5).contains(&x)));
+        let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+        assert!((mean - 0.3).abs() < 0.006, "{mean}");
+        assert_eq!(
+            Wait::new(0.0, 0.0).unwrap().sample(&mut rng),
+            Duration::ZERO
+        );
+        assert!(Wait::new(0.5, 0.1).is_err());
+        assert!(Wait::new(-1.0, 0.1).is_err());
+    }
+
+    #[test]
+    fn spawn_offsets() {
+        assert_eq!(spawn_offset(0, 10.0), Duration::ZERO);
+        assert_eq!(spawn_offset(25, 10.0), Duration::from_millis(2500));
+    }
+}
