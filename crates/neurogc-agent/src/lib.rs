@@ -1,1 +1,46 @@
+//! `neurogc._native`: the part of NeuroGC that lives inside the host Python process.
+//!
+//! One [`NativeAgent`] per process owns exactly one sampler thread. Request statistics arrive from
+//! the Python middleware, GC pauses from `gc.callbacks`, process metrics from `/proc`; every interval
+//! the sampler assembles a [`neurogc_core::sample::Sample`], lets the policy act, and appends the row
+//! to the CSV sink.
+//!
+//! Rules this crate keeps, because it runs inside other people's services:
+//! - no panic reaches Python: every entry point is shielded, and a failure turns the agent into a
+//!   no-op that has restored the collector's original settings ([`shield`]);
+//! - no Python object is created while an agent lock is held (an allocation can start a collection,
+//!   whose callback takes the GC lock);
+//! - no agent lock is held across a call into `gc` (the callback runs on the calling thread);
+//! - a fork child starts from fresh state: locks a parent thread held at `fork()` are never touched.
 
+mod agent;
+mod logging;
+mod pygc;
+mod sampler;
+mod shared;
+mod shield;
+
+use pyo3::prelude::*;
+
+/// Checks a policy spec without starting anything; raises `ValueError` naming the problem.
+#[pyfunction]
+fn validate_policy(spec: &str) -> PyResult<()> {
+    spec.parse::<neurogc_core::policy::PolicySpec>()
+        .map(|_| ())
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+}
+
+/// The sample's column names, in CSV order.
+#[pyfunction]
+fn columns() -> Vec<String> {
+    neurogc_core::sample::Sample::columns()
+}
+
+// gil_used: the agent's invariants rely on the GIL serialising Python-side callers.
+#[pymodule(gil_used = true)]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<agent::NativeAgent>()?;
+    m.add_function(wrap_pyfunction!(validate_policy, m)?)?;
+    m.add_function(wrap_pyfunction!(columns, m)?)?;
+    Ok(())
+}

@@ -2,7 +2,11 @@
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "neurogc", version, about = "Learned scheduling of CPython's garbage collector")]
+#[command(
+    name = "neurogc",
+    version,
+    about = "Learned scheduling of CPython's garbage collector"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -80,6 +80,27 @@ impl CsvSink {
     }
 }
 
+/// The CSV path a process writes to. `samples.csv` in the parent becomes `samples-<pid>.csv` in a
+/// fork child, so workers never interleave rows; a `{pid}` in the path is replaced instead.
+pub fn csv_path_for_process(template: &Path, pid: u32, forked: bool) -> PathBuf {
+    let text = template.to_string_lossy();
+    if text.contains("{pid}") {
+        return PathBuf::from(text.replace("{pid}", &pid.to_string()));
+    }
+    if !forked {
+        return template.to_path_buf();
+    }
+    let stem = template
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = match template.extension() {
+        Some(ext) => format!("{stem}-{pid}.{}", ext.to_string_lossy()),
+        None => format!("{stem}-{pid}"),
+    };
+    template.with_file_name(name)
+}
+
 fn ends_with_newline(path: &Path, len: u64) -> io::Result<bool> {
     use std::io::{Read, Seek, SeekFrom};
     let mut f = File::open(path)?;
@@ -109,6 +130,28 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("neurogc-csv-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         dir.join("samples.csv")
+    }
+
+    #[test]
+    fn fork_children_get_their_own_csv() {
+        let t = Path::new("/tmp/run/samples.csv");
+        assert_eq!(
+            csv_path_for_process(t, 42, false),
+            PathBuf::from("/tmp/run/samples.csv")
+        );
+        assert_eq!(
+            csv_path_for_process(t, 42, true),
+            PathBuf::from("/tmp/run/samples-42.csv")
+        );
+        let templ = Path::new("/tmp/run/s-{pid}.csv");
+        assert_eq!(
+            csv_path_for_process(templ, 7, false),
+            PathBuf::from("/tmp/run/s-7.csv")
+        );
+        assert_eq!(
+            csv_path_for_process(Path::new("out"), 7, true),
+            PathBuf::from("out-7")
+        );
     }
 
     #[test]

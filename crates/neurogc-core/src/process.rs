@@ -60,8 +60,13 @@ impl ProcessReader {
         self.read_pid(std::process::id())
     }
 
+    /// `/proc/<pid>` (under the configured root).
+    pub fn proc_dir(&self, pid: u32) -> PathBuf {
+        self.proc_root.join(pid.to_string())
+    }
+
     pub fn read_pid(&self, pid: u32) -> ProcessCounters {
-        let dir = self.proc_root.join(pid.to_string());
+        let dir = self.proc_dir(pid);
         let io = fs::read_to_string(dir.join("io")).ok();
         ProcessCounters {
             cpu_ticks: fs::read_to_string(dir.join("stat"))

@@ -1,0 +1,92 @@
+# NeuroGC: `make demo` and `make test` work from a fresh clone; both run `make setup` first.
+# Setup is idempotent: every step is a file target that is rebuilt only when its inputs change.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+CARGO ?= cargo
+# Extra interpreters the suite also runs on, where pyenv provides them (abi3: one wheel for all).
+EXTRA_PYTHONS ?= 3.9 3.12 3.13
+PY_DEPS := maturin==1.16.* pytest==8.* fastapi uvicorn ruff==0.*
+# Debian packages the project needs (checked with dpkg, installed with apt-get when missing).
+DEB_PACKAGES ?=
+
+RUST_SOURCES := $(shell find crates -name '*.rs' -o -name Cargo.toml 2>/dev/null) Cargo.toml Cargo.lock
+PY_SOURCES := $(shell find python -name '*.py' 2>/dev/null) pyproject.toml
+WHEEL_STAMP := target/wheels/.built
+
+.PHONY: setup demo test test-rust test-python test-python-versions lint fmt bench clean system-packages
+
+setup: system-packages $(VENV)/.deps $(VENV)/.neurogc $(VENV)/bin/neurogc
+
+system-packages:
+	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+
+$(VENV)/.deps: Makefile
+	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -m pip install -q $(PY_DEPS)
+	@touch $@
+
+# One abi3 wheel (cp39-abi3) serves every Python from 3.9 on.
+$(WHEEL_STAMP): $(RUST_SOURCES) $(PY_SOURCES) $(VENV)/.deps
+	@rm -f target/wheels/neurogc-*.whl
+	$(VENV)/bin/maturin build --release -q -o target/wheels
+	@touch $@
+
+$(VENV)/.neurogc: $(WHEEL_STAMP)
+	$(VPY) -m pip install -q --force-reinstall --no-deps target/wheels/neurogc-*.whl
+	@touch $@
+
+target/release/neurogc: $(RUST_SOURCES) python/neurogc/_bootstrap/sitecustomize.py
+	$(CARGO) build --release -q -p neurogc-cli
+
+$(VENV)/bin/neurogc: target/release/neurogc $(VENV)/.deps
+	ln -sf ../../target/release/neurogc $@
+
+demo: setup
+	$(VPY) -m neurogc.demo.quickrun
+
+test: setup lint test-rust test-python test-python-versions
+
+lint: setup
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy -q --workspace --all-targets -- -D warnings
+	$(VENV)/bin/ruff check python tests bench
+	$(VENV)/bin/ruff format --check python tests bench
+
+test-rust:
+	$(CARGO) test -q --workspace --exclude neurogc-agent
+
+test-python: setup
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m pytest -q tests
+
+# The same suite on the other interpreters pyenv provides; skipped (and said so) where absent.
+test-python-versions: $(WHEEL_STAMP)
+	@for v in $(EXTRA_PYTHONS); do \
+	  py=$$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$$v.*/bin/python$$v 2>/dev/null | sort -V | tail -1); \
+	  if [ -z "$$py" ]; then echo "Python $$v not found under pyenv: skipped"; continue; fi; \
+	  venv=.venv-py$${v/./}; \
+	  test -x $$venv/bin/python || $$py -m venv $$venv || exit 1; \
+	  test -f $$venv/.deps || { $$venv/bin/python -m pip install -q pytest fastapi uvicorn && touch $$venv/.deps; } || exit 1; \
+	  $$venv/bin/python -m pip install -q --force-reinstall --no-deps target/wheels/neurogc-*.whl || exit 1; \
+	  echo "== Python $$v"; \
+	  PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $$venv/bin/python -m pytest -q -p no:cacheprovider tests || exit 1; \
+	done
+
+fmt:
+	$(CARGO) fmt --all
+	$(VENV)/bin/ruff format python tests bench
+	$(VENV)/bin/ruff check --fix python tests bench
+
+bench: setup
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) bench/agent_overhead.py
+
+clean:
+	rm -rf target $(VENV) .venv-py*

@@ -1,0 +1,331 @@
+//! `NativeAgent`: the Python-facing handle. The Python package wraps it (`neurogc.Agent`) and
+//! registers its `gc_callback`; users never see this class directly.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use neurogc_core::csv_sink::{csv_path_for_process, CsvSink};
+use neurogc_core::policy::PolicySpec;
+use neurogc_core::process::ProcessReader;
+use neurogc_core::sample::{Sample, Value};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString};
+
+use crate::pygc::OriginalGc;
+use crate::sampler::{capture_original, start_policy, Sampler};
+use crate::shared::{lock, Shared, FAULT_REQUEST_PANIC, FAULT_SAMPLER_PANIC};
+use crate::shield::shield;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RunState {
+    Created,
+    Running,
+    Stopped,
+}
+
+#[pyclass(module = "neurogc._native", frozen)]
+pub struct NativeAgent {
+    spec_text: String,
+    spec: PolicySpec,
+    interval: Duration,
+    csv_template: Option<PathBuf>,
+    proc_root: PathBuf,
+    /// Replaced wholesale in a fork child: a lock a parent thread held at `fork()` stays held forever.
+    current: Mutex<Arc<Shared>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    state: Mutex<RunState>,
+    csv_path: Mutex<Option<PathBuf>>,
+    original: Mutex<Option<OriginalGc>>,
+}
+
+impl NativeAgent {
+    fn shared(&self) -> Arc<Shared> {
+        lock(&self.current).clone()
+    }
+
+    /// Starts policy and sampler on `shared`; the caller holds the interpreter.
+    fn launch(
+        &self,
+        py: Python<'_>,
+        shared: Arc<Shared>,
+        csv_path: Option<PathBuf>,
+    ) -> PyResult<()> {
+        let csv = match &csv_path {
+            Some(path) => Some(CsvSink::open(path).map_err(|e| {
+                PyOSError::new_err(format!("cannot open sample CSV {}: {e}", path.display()))
+            })?),
+            None => None,
+        };
+        let reader = ProcessReader::new(&self.proc_root);
+        let original = {
+            let mut slot = lock(&self.original);
+            match *slot {
+                Some(o) => o,
+                None => {
+                    let o = capture_original(py, &shared).map_err(PyRuntimeError::new_err)?;
+                    *slot = Some(o);
+                    o
+                }
+            }
+        };
+        let mut policy = self.spec.build(&self.spec_text);
+        let actions = match start_policy(py, &shared, policy.as_mut(), &reader) {
+            Ok(actions) => actions,
+            Err(e) => {
+                let _ = crate::pygc::PyGc::new(py, &shared)
+                    .and_then(|mut gc| original.restore(&mut gc));
+                return Err(PyRuntimeError::new_err(format!(
+                    "policy {:?} failed to start: {e}",
+                    self.spec_text
+                )));
+            }
+        };
+        let now = Instant::now();
+        let sampler = Sampler {
+            shared: shared.clone(),
+            policy,
+            original,
+            last_counters: reader.read(),
+            reader,
+            csv,
+            interval: self.interval,
+            started: now,
+            last_sample: now,
+            actions,
+        };
+        let handle = std::thread::Builder::new()
+            .name("neurogc-sampler".into())
+            .spawn(move || sampler.run())
+            .map_err(|e| {
+                PyRuntimeError::new_err(format!("cannot start the sampler thread: {e}"))
+            })?;
+        *lock(&self.thread) = Some(handle);
+        *lock(&self.csv_path) = csv_path;
+        *lock(&self.current) = shared;
+        *lock(&self.state) = RunState::Running;
+        Ok(())
+    }
+}
+
+fn sample_to_dict<'py>(py: Python<'py>, sample: &Sample) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    for (name, value) in sample.fields() {
+        match value {
+            Value::Float(v) => dict.set_item(name, v)?,
+            Value::Int(v) => dict.set_item(name, v)?,
+            Value::Bool(b) => dict.set_item(name, b)?,
+            Value::Text(s) => dict.set_item(name, s)?,
+        }
+    }
+    Ok(dict)
+}
+
+#[pymethods]
+impl NativeAgent {
+    #[new]
+    #[pyo3(signature = (policy, interval, csv=None, proc_root=PathBuf::from("/proc")))]
+    fn new(
+        policy: &str,
+        interval: f64,
+        csv: Option<PathBuf>,
+        proc_root: PathBuf,
+    ) -> PyResult<Self> {
+        let spec: PolicySpec = policy
+            .parse()
+            .map_err(|e: neurogc_core::policy::SpecError| PyValueError::new_err(e.to_string()))?;
+        if !interval.is_finite() || !(0.001..=3600.0).contains(&interval) {
+            return Err(PyValueError::new_err(format!(
+                "interval must be between 0.001 and 3600 seconds, got {interval}"
+            )));
+        }
+        Ok(NativeAgent {
+            spec_text: policy.trim().to_string(),
+            spec,
+            interval: Duration::from_secs_f64(interval),
+            csv_template: csv,
+            proc_root,
+            current: Mutex::new(Arc::new(Shared::default())),
+            thread: Mutex::new(None),
+            state: Mutex::new(RunState::Created),
+            csv_path: Mutex::new(None),
+            original: Mutex::new(None),
+        })
+    }
+
+    /// Applies the policy and starts the sampler thread.
+    fn start(&self, py: Python<'_>) -> PyResult<()> {
+        if *lock(&self.state) != RunState::Created {
+            return Err(PyRuntimeError::new_err("this agent was already started"));
+        }
+        let csv = self
+            .csv_template
+            .as_deref()
+            .map(|t| csv_path_for_process(t, std::process::id(), false));
+        self.launch(py, Arc::new(Shared::default()), csv)
+    }
+
+    /// Stops the sampler (writing the partial last interval) and restores the collector's settings.
+    /// Idempotent. The interpreter is released while joining, so the sampler can finish its work.
+    fn stop(&self, py: Python<'_>) {
+        {
+            let mut state = lock(&self.state);
+            if *state != RunState::Running {
+                *state = RunState::Stopped;
+                return;
+            }
+            *state = RunState::Stopped;
+        }
+        let shared = self.shared();
+        shared.request_stop();
+        let handle = lock(&self.thread).take();
+        if let Some(handle) = handle {
+            let _ = py.detach(move || handle.join());
+        }
+    }
+
+    /// Called in a fork child: the sampler thread did not survive `fork()`; start a fresh one.
+    fn after_fork_child(&self, py: Python<'_>) -> PyResult<()> {
+        if *lock(&self.state) != RunState::Running {
+            return Ok(());
+        }
+        // The parent's thread does not exist here: forget its handle rather than detach a stale id.
+        if let Some(stale) = lock(&self.thread).take() {
+            std::mem::forget(stale);
+        }
+        let csv = self
+            .csv_template
+            .as_deref()
+            .map(|t| csv_path_for_process(t, std::process::id(), true));
+        self.launch(py, Arc::new(Shared::default()), csv)
+    }
+
+    fn request_started(&self) {
+        let shared = self.shared();
+        if !shared.is_failed() {
+            shared.in_flight.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[pyo3(signature = (latency_ns, bytes_in, bytes_out, error=false))]
+    fn request_finished(&self, latency_ns: u64, bytes_in: u64, bytes_out: u64, error: bool) {
+        let shared = self.shared();
+        if shared.is_failed() {
+            return;
+        }
+        shield(&shared, "request_finished", (), || {
+            if shared.fault.load(Ordering::Relaxed) == FAULT_REQUEST_PANIC {
+                panic!("injected request fault");
+            }
+            shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+            shared.record_request(latency_ns, bytes_in, bytes_out, error);
+        });
+    }
+
+    /// Registered in `gc.callbacks`. Never raises and never calls back into `gc`.
+    fn gc_callback(&self, phase: &Bound<'_, PyAny>, info: &Bound<'_, PyAny>) {
+        let shared = self.shared();
+        if shared.is_failed() {
+            return;
+        }
+        let Ok(phase) = phase.cast::<PyString>() else {
+            return;
+        };
+        let generation = info
+            .get_item("generation")
+            .and_then(|g| g.extract::<u8>())
+            .unwrap_or(0);
+        if phase.to_cow().map(|p| p == "start").unwrap_or(false) {
+            shield(&shared, "gc_callback", (), || shared.gc_started(generation));
+        } else {
+            let count = |key: &str| {
+                info.get_item(key)
+                    .and_then(|v| v.extract::<u64>())
+                    .unwrap_or(0)
+            };
+            let (collected, uncollectable) = (count("collected"), count("uncollectable"));
+            shield(&shared, "gc_callback", (), || {
+                shared.gc_stopped(generation, collected, uncollectable)
+            });
+        }
+    }
+
+    /// The newest sample as a dict, or None before the first interval has passed.
+    fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let latest = lock(&self.shared().latest).clone();
+        latest.map(|s| sample_to_dict(py, &s)).transpose()
+    }
+
+    /// Totals since start: requests, bytes, collections and pauses per generation.
+    fn totals<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let totals = lock(&self.shared().totals).clone();
+        let dict = PyDict::new(py);
+        dict.set_item("requests", totals.requests)?;
+        dict.set_item("errors", totals.errors)?;
+        dict.set_item("bytes_in", totals.bytes_in)?;
+        dict.set_item("bytes_out", totals.bytes_out)?;
+        dict.set_item("policy_actions", totals.policy_actions)?;
+        dict.set_item("policy_collections", totals.gc.policy_collections)?;
+        dict.set_item("samples", totals.samples)?;
+        for (g, gen) in totals.gc.generations.iter().enumerate() {
+            dict.set_item(format!("gc{g}_collections"), gen.collections)?;
+            dict.set_item(format!("gc{g}_collected"), gen.collected)?;
+            dict.set_item(format!("gc{g}_pause_ms_sum"), gen.pause_ms_sum)?;
+            dict.set_item(format!("gc{g}_pause_ms_max"), gen.pause_ms_max)?;
+        }
+        Ok(dict)
+    }
+
+    /// Prometheus text exposition.
+    fn prometheus(&self) -> String {
+        let shared = self.shared();
+        let totals = lock(&shared.totals).clone();
+        let latest = lock(&shared.latest).clone();
+        neurogc_core::prometheus::render(&totals, latest.as_ref(), &self.spec_text)
+    }
+
+    #[getter]
+    fn policy(&self) -> &str {
+        &self.spec_text
+    }
+
+    #[getter]
+    fn interval(&self) -> f64 {
+        self.interval.as_secs_f64()
+    }
+
+    #[getter]
+    fn csv_path(&self) -> Option<PathBuf> {
+        lock(&self.csv_path).clone()
+    }
+
+    /// True while the sampler runs and the agent has not failed.
+    #[getter]
+    fn running(&self) -> bool {
+        *lock(&self.state) == RunState::Running && !self.shared().is_failed()
+    }
+
+    /// Why the agent turned itself off, if it did.
+    #[getter]
+    fn failure(&self) -> Option<String> {
+        self.shared().failure()
+    }
+
+    /// Test hook: make the next sampler tick or request record panic, to exercise containment.
+    fn _inject_fault(&self, kind: &str) -> PyResult<()> {
+        let code = match kind {
+            "sampler_panic" => FAULT_SAMPLER_PANIC,
+            "request_panic" => FAULT_REQUEST_PANIC,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "unknown fault {other:?}; known: sampler_panic, request_panic"
+                )))
+            }
+        };
+        self.shared().fault.store(code, Ordering::Relaxed);
+        Ok(())
+    }
+}

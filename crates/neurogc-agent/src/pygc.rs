@@ -1,0 +1,111 @@
+//! [`GcControl`] over CPython's `gc` module. Thresholds, counts and freeze are not in the C API,
+//! so everything goes through the module for uniformity; every call needs the thread attached.
+
+use std::sync::atomic::Ordering;
+
+use neurogc_core::policy::{GcControl, GcError};
+use pyo3::prelude::*;
+use pyo3::types::PyModule;
+
+use crate::shared::Shared;
+
+pub struct PyGc<'py, 'a> {
+    gc: Bound<'py, PyModule>,
+    shared: &'a Shared,
+}
+
+fn rendered(e: PyErr) -> GcError {
+    e.to_string()
+}
+
+impl<'py, 'a> PyGc<'py, 'a> {
+    pub fn new(py: Python<'py>, shared: &'a Shared) -> Result<Self, GcError> {
+        Ok(PyGc {
+            gc: py.import("gc").map_err(rendered)?,
+            shared,
+        })
+    }
+
+    pub fn count(&self) -> Result<[i64; 3], GcError> {
+        let counts: Vec<i64> = self
+            .gc
+            .call_method0("get_count")
+            .and_then(|c| c.extract())
+            .map_err(rendered)?;
+        let mut out = [0; 3];
+        for (slot, c) in out.iter_mut().zip(counts) {
+            *slot = c;
+        }
+        Ok(out)
+    }
+}
+
+impl GcControl for PyGc<'_, '_> {
+    fn collect(&mut self, generation: u8) -> Result<u64, GcError> {
+        // Attribute the callback's events to the policy; no lock is held during the collection.
+        self.shared.policy_collecting.store(true, Ordering::Relaxed);
+        let result = self.gc.call_method1("collect", (generation,));
+        self.shared
+            .policy_collecting
+            .store(false, Ordering::Relaxed);
+        result.and_then(|n| n.extract()).map_err(rendered)
+    }
+
+    fn is_enabled(&mut self) -> Result<bool, GcError> {
+        self.gc
+            .call_method0("isenabled")
+            .and_then(|b| b.extract())
+            .map_err(rendered)
+    }
+
+    fn set_enabled(&mut self, enabled: bool) -> Result<(), GcError> {
+        let method = if enabled { "enable" } else { "disable" };
+        self.gc.call_method0(method).map(|_| ()).map_err(rendered)
+    }
+
+    fn threshold(&mut self) -> Result<[u64; 3], GcError> {
+        let t: Vec<u64> = self
+            .gc
+            .call_method0("get_threshold")
+            .and_then(|t| t.extract())
+            .map_err(rendered)?;
+        // 3.14.0–3.14.4 report two meaningful values; pad what is missing.
+        let mut out = [0; 3];
+        for (slot, v) in out.iter_mut().zip(t) {
+            *slot = v;
+        }
+        Ok(out)
+    }
+
+    fn set_threshold(&mut self, t: [u64; 3]) -> Result<(), GcError> {
+        self.gc
+            .call_method1("set_threshold", (t[0], t[1], t[2]))
+            .map(|_| ())
+            .map_err(rendered)
+    }
+
+    fn freeze(&mut self) -> Result<(), GcError> {
+        self.gc.call_method0("freeze").map(|_| ()).map_err(rendered)
+    }
+}
+
+/// The collector's settings before the agent touched them; restored at stop and on failure.
+#[derive(Clone, Copy, Debug)]
+pub struct OriginalGc {
+    enabled: bool,
+    threshold: [u64; 3],
+}
+
+impl OriginalGc {
+    pub fn capture(gc: &mut dyn GcControl) -> Result<Self, GcError> {
+        Ok(OriginalGc {
+            enabled: gc.is_enabled()?,
+            threshold: gc.threshold()?,
+        })
+    }
+
+    pub fn restore(&self, gc: &mut dyn GcControl) -> Result<(), GcError> {
+        gc.set_threshold(self.threshold)?;
+        gc.set_enabled(self.enabled)
+    }
+}

@@ -1,0 +1,232 @@
+//! The sampler thread: one per agent, the only thread the agent adds to the host process.
+//!
+//! It reads `/proc` and writes CSV detached from the interpreter, and attaches only to read
+//! `gc.get_count()` and let the policy act. It exits on stop, on failure, or when the interpreter is
+//! finalizing (`Python::try_attach` returns `None`), restoring the collector's original settings.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use neurogc_core::csv_sink::CsvSink;
+use neurogc_core::policy::{Action, GcControl, Observation, Policy};
+use neurogc_core::process::{ProcessCounters, ProcessReader};
+use neurogc_core::sample::Sample;
+use pyo3::prelude::*;
+
+use crate::logging;
+use crate::pygc::{OriginalGc, PyGc};
+use crate::shared::{lock, unix_now, Shared, FAULT_SAMPLER_PANIC};
+use crate::shield::panic_text;
+
+/// Whether the interpreter could still be attached to; when it cannot, it is finalizing.
+#[derive(PartialEq)]
+enum Interpreter {
+    Alive,
+    Gone,
+}
+
+pub struct Sampler {
+    pub shared: Arc<Shared>,
+    pub policy: Box<dyn Policy>,
+    pub original: OriginalGc,
+    pub reader: ProcessReader,
+    pub csv: Option<CsvSink>,
+    pub interval: Duration,
+    /// Agent start: the origin of the policy's clock.
+    pub started: Instant,
+    pub last_sample: Instant,
+    pub last_counters: ProcessCounters,
+    /// Actions taken since the last sample.
+    pub actions: Vec<Action>,
+}
+
+impl Sampler {
+    pub fn run(mut self) {
+        let outcome = catch_unwind(AssertUnwindSafe(|| self.run_loop()));
+        let interpreter = match outcome {
+            Ok(Ok(interpreter)) => interpreter,
+            Ok(Err(error)) => {
+                self.shared.fail(error);
+                Interpreter::Alive
+            }
+            Err(payload) => {
+                self.shared.fail(format!(
+                    "internal error in the sampler: {}",
+                    panic_text(&payload)
+                ));
+                Interpreter::Alive
+            }
+        };
+        if interpreter == Interpreter::Gone {
+            return;
+        }
+        let failure = self.shared.failure();
+        let restored = Python::try_attach(|py| {
+            let restore =
+                PyGc::new(py, &self.shared).and_then(|mut gc| self.original.restore(&mut gc));
+            if let Some(reason) = &failure {
+                let mut message = format!(
+                    "NeuroGC agent disabled after an internal failure ({reason}); the service keeps running with its original GC settings"
+                );
+                if let Err(e) = &restore {
+                    message.push_str(&format!(" (restoring them failed: {e})"));
+                }
+                logging::warn(py, &message);
+            }
+        });
+        if restored.is_none() {
+            if let Some(reason) = failure {
+                eprintln!("neurogc: agent disabled: {reason}");
+            }
+        }
+    }
+
+    fn run_loop(&mut self) -> Result<Interpreter, String> {
+        loop {
+            let next_sample = self.last_sample + self.interval;
+            let next_policy = self.policy.next_tick().map(|t| self.started + t);
+            let deadline = next_policy.map_or(next_sample, |p| p.min(next_sample));
+            if self.shared.sleep_until(deadline) {
+                // On stop, keep the partial interval rather than lose it.
+                if !self.shared.is_failed()
+                    && self.last_sample.elapsed() >= Duration::from_millis(1)
+                {
+                    return self.take_sample();
+                }
+                return Ok(Interpreter::Alive);
+            }
+            if self.shared.fault.load(Ordering::Relaxed) == FAULT_SAMPLER_PANIC {
+                panic!("injected sampler fault");
+            }
+            let interpreter = if Instant::now() >= next_sample {
+                self.take_sample()?
+            } else {
+                self.policy_tick()?
+            };
+            if interpreter == Interpreter::Gone {
+                return Ok(interpreter);
+            }
+        }
+    }
+
+    /// A tick between samples (the guard's checks, a periodic collection).
+    fn policy_tick(&mut self) -> Result<Interpreter, String> {
+        let rss = neurogc_core::process::read_rss_bytes(&self.reader.proc_dir(std::process::id()));
+        let attached = Python::try_attach(|py| self.decide(py, rss).map(|_| ()));
+        match attached {
+            None => Ok(Interpreter::Gone),
+            Some(r) => r.map(|_| Interpreter::Alive),
+        }
+    }
+
+    /// Lets the policy act; returns `gc.get_count()` and `gc.isenabled()` afterwards.
+    fn decide(&mut self, py: Python<'_>, rss: Option<u64>) -> Result<([i64; 3], bool), String> {
+        let mut gc = PyGc::new(py, &self.shared)?;
+        let obs = Observation {
+            elapsed: self.started.elapsed(),
+            rss_bytes: rss,
+            gc_count: gc.count()?,
+        };
+        let actions = self
+            .policy
+            .tick(&mut gc, &obs)
+            .map_err(|e| format!("policy {} failed: {e}", self.policy.spec()))?;
+        self.actions.extend(actions);
+        Ok((gc.count()?, gc.is_enabled()?))
+    }
+
+    fn take_sample(&mut self) -> Result<Interpreter, String> {
+        let counters = self.reader.read();
+        let Some(decided) = Python::try_attach(|py| self.decide(py, counters.rss_bytes)) else {
+            return Ok(Interpreter::Gone);
+        };
+        let (gc_count, gc_enabled) = decided?;
+        let now = Instant::now();
+        let elapsed = (now - self.last_sample).as_secs_f64().max(1e-9);
+        let requests = self.shared.take_request_window();
+        let gc = self.shared.take_gc_window();
+        let rates = self.reader.rates(&self.last_counters, &counters, elapsed);
+        let latency = requests.summary();
+        let last_action = self.actions.last().cloned();
+        let sample = Sample {
+            time: unix_now(),
+            cpu: rates.cpu_percent,
+            mem: rates.mem_percent,
+            disk_read: rates.disk_read_per_s,
+            disk_write: rates.disk_write_per_s,
+            net_sent: requests.bytes_out as f64 / elapsed,
+            net_recv: requests.bytes_in as f64 / elapsed,
+            rps: requests.requests as f64 / elapsed,
+            p95: latency.p95,
+            p99: latency.p99,
+            gc_triggered: gc.any(),
+            interval_s: elapsed,
+            pid: std::process::id(),
+            rss_bytes: rates.rss_bytes,
+            requests: requests.requests,
+            errors: requests.errors,
+            in_flight: self.shared.in_flight.load(Ordering::Relaxed),
+            p50: latency.p50,
+            max_latency: latency.max,
+            gc: gc.generations,
+            gc_count,
+            gc_enabled,
+            policy: self.policy.spec().to_string(),
+            policy_actions: self.actions.len() as u64,
+            policy_action: last_action
+                .as_ref()
+                .map(|a| a.action.clone())
+                .unwrap_or_default(),
+            policy_reason: last_action.map(|a| a.reason).unwrap_or_default(),
+        };
+        {
+            let mut totals = lock(&self.shared.totals);
+            totals.requests += requests.requests;
+            totals.errors += requests.errors;
+            totals.bytes_in += requests.bytes_in;
+            totals.bytes_out += requests.bytes_out;
+            totals.gc.add(&gc);
+            totals.policy_actions += self.actions.len() as u64;
+            totals.samples += 1;
+        }
+        self.actions.clear();
+        self.last_sample = now;
+        self.last_counters = counters;
+        if let Some(csv) = &mut self.csv {
+            if let Err(e) = csv.write(&sample) {
+                let message = format!(
+                    "cannot write samples to {}: {e}; CSV output stopped, sampling goes on",
+                    csv.path().display()
+                );
+                self.csv = None;
+                logging::warn_detached(&message);
+            }
+        }
+        *lock(&self.shared.latest) = Some(sample);
+        Ok(Interpreter::Alive)
+    }
+}
+
+/// Runs the policy's start with the thread attached; used at start and in a fork child.
+pub fn start_policy(
+    py: Python<'_>,
+    shared: &Shared,
+    policy: &mut dyn Policy,
+    reader: &ProcessReader,
+) -> Result<Vec<Action>, String> {
+    let mut gc = PyGc::new(py, shared)?;
+    let obs = Observation {
+        elapsed: Duration::ZERO,
+        rss_bytes: reader.read().rss_bytes,
+        gc_count: gc.count()?,
+    };
+    policy.start(&mut gc, &obs)
+}
+
+/// Captures the collector's settings with the thread attached.
+pub fn capture_original(py: Python<'_>, shared: &Shared) -> Result<OriginalGc, String> {
+    let mut gc = PyGc::new(py, shared)?;
+    OriginalGc::capture(&mut gc as &mut dyn GcControl)
+}

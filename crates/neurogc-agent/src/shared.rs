@@ -1,0 +1,150 @@
+//! State shared between the Python threads that feed the agent and its sampler thread.
+//!
+//! Every lock here is held for a few instructions and never across a call into Python.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use neurogc_core::gcstats::{CollectionCause, GcEvent, GcWindow};
+use neurogc_core::latency::RequestWindow;
+use neurogc_core::prometheus::AgentTotals;
+use neurogc_core::sample::Sample;
+
+/// A collection whose "start" callback has fired but not its "stop".
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    started: Instant,
+    start_time: f64,
+    generation: u8,
+}
+
+#[derive(Default)]
+pub struct GcState {
+    pending: Option<Pending>,
+    pub window: GcWindow,
+}
+
+/// Fault injection for the tests of containment (see `NativeAgent::_inject_fault`).
+pub const FAULT_SAMPLER_PANIC: u8 = 1;
+pub const FAULT_REQUEST_PANIC: u8 = 2;
+
+#[derive(Default)]
+pub struct Shared {
+    pub requests: Mutex<RequestWindow>,
+    pub gc: Mutex<GcState>,
+    pub in_flight: AtomicI64,
+    /// Set while the sampler runs a collection for the policy, so the callback can attribute it.
+    pub policy_collecting: AtomicBool,
+    pub latest: Mutex<Option<Sample>>,
+    pub totals: Mutex<AgentTotals>,
+    stop_requested: Mutex<bool>,
+    wake: Condvar,
+    failed_flag: AtomicBool,
+    failure: Mutex<Option<String>>,
+    pub fault: AtomicU8,
+}
+
+/// Locks ignoring poison: a panic elsewhere must not cascade into every later caller.
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+pub fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+impl Shared {
+    pub fn is_failed(&self) -> bool {
+        self.failed_flag.load(Ordering::Relaxed)
+    }
+
+    /// Records the first failure and wakes the sampler, which logs it and restores the collector.
+    pub fn fail(&self, reason: String) {
+        let mut failure = lock(&self.failure);
+        if failure.is_none() {
+            *failure = Some(reason);
+        }
+        drop(failure);
+        self.failed_flag.store(true, Ordering::Relaxed);
+        self.wake.notify_all();
+    }
+
+    pub fn failure(&self) -> Option<String> {
+        lock(&self.failure).clone()
+    }
+
+    pub fn request_stop(&self) {
+        *lock(&self.stop_requested) = true;
+        self.wake.notify_all();
+    }
+
+    /// Sleeps until `deadline`, a stop request or a failure; returns true if the sampler should exit.
+    pub fn sleep_until(&self, deadline: Instant) -> bool {
+        let mut stop = lock(&self.stop_requested);
+        loop {
+            if *stop || self.is_failed() {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            stop = self
+                .wake
+                .wait_timeout(stop, deadline - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    pub fn record_request(&self, latency_ns: u64, bytes_in: u64, bytes_out: u64, error: bool) {
+        lock(&self.requests).record(latency_ns, bytes_in, bytes_out, error);
+    }
+
+    pub fn gc_started(&self, generation: u8) {
+        let pending = Pending {
+            started: Instant::now(),
+            start_time: unix_now(),
+            generation,
+        };
+        lock(&self.gc).pending = Some(pending);
+    }
+
+    pub fn gc_stopped(&self, generation: u8, collected: u64, uncollectable: u64) {
+        let stopped = Instant::now();
+        let cause = if self.policy_collecting.load(Ordering::Relaxed) {
+            CollectionCause::Policy
+        } else {
+            CollectionCause::Other
+        };
+        let mut gc = lock(&self.gc);
+        // A stop without its start (the agent began mid-collection) has no measurable pause.
+        let (pause_ns, start_time) = match gc.pending.take() {
+            Some(p) if p.generation == generation => (
+                u64::try_from((stopped - p.started).as_nanos()).unwrap_or(u64::MAX),
+                p.start_time,
+            ),
+            _ => (0, unix_now()),
+        };
+        gc.window.record(GcEvent {
+            start_time,
+            generation,
+            pause_ns,
+            collected,
+            uncollectable,
+            cause,
+        });
+    }
+
+    pub fn take_gc_window(&self) -> GcWindow {
+        std::mem::take(&mut lock(&self.gc).window)
+    }
+
+    pub fn take_request_window(&self) -> RequestWindow {
+        std::mem::take(&mut *lock(&self.requests))
+    }
+}

@@ -1,0 +1,174 @@
+"""The process-wide agent: start/stop, the gc callback, fork and exit handling."""
+
+from __future__ import annotations
+
+import atexit
+import gc
+import logging
+import os
+import threading
+from typing import Any
+
+from . import _native
+
+log = logging.getLogger("neurogc")
+
+_lock = threading.Lock()
+_current: Agent | None = None
+
+
+class Agent:
+    """A running NeuroGC agent. Create it with :func:`neurogc.start`."""
+
+    def __init__(self, native: _native.NativeAgent) -> None:
+        self._native = native
+        self._callback = native.gc_callback
+
+    @property
+    def policy(self) -> str:
+        return self._native.policy
+
+    @property
+    def interval(self) -> float:
+        return self._native.interval
+
+    @property
+    def csv_path(self) -> str | None:
+        path = self._native.csv_path
+        return None if path is None else os.fspath(path)
+
+    @property
+    def running(self) -> bool:
+        """True while sampling; False after stop() or after an internal failure."""
+        return self._native.running
+
+    @property
+    def failure(self) -> str | None:
+        """Why the agent turned itself off, if it did (the service keeps running)."""
+        return self._native.failure
+
+    def snapshot(self) -> dict[str, Any] | None:
+        """The newest sample (one interval), or None before the first interval has passed."""
+        return self._native.snapshot()
+
+    def totals(self) -> dict[str, Any]:
+        """Counters since start: requests, bytes, collections and pauses per generation."""
+        return self._native.totals()
+
+    def metrics(self) -> dict[str, Any]:
+        """The JSON metrics document: the newest sample's fields, flat as the seed's
+        ``/metrics`` returned them, plus totals and the agent's state."""
+        doc: dict[str, Any] = dict(self.snapshot() or {})
+        doc["totals"] = self.totals()
+        doc["agent"] = {
+            "policy": self.policy,
+            "interval": self.interval,
+            "running": self.running,
+            "failure": self.failure,
+            "pid": os.getpid(),
+        }
+        return doc
+
+    def prometheus(self) -> str:
+        """Prometheus text exposition (format 0.0.4)."""
+        return self._native.prometheus()
+
+    def stop(self) -> None:
+        """Stops sampling, writes the last partial interval, restores the GC's original settings.
+        Safe to call more than once; registered with ``atexit``."""
+        global _current
+        self._native.stop()
+        try:
+            gc.callbacks.remove(self._callback)
+        except ValueError:
+            pass
+        with _lock:
+            if _current is self:
+                _current = None
+
+    def __enter__(self) -> Agent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "stopped"
+        return f"<neurogc.Agent policy={self.policy!r} interval={self.interval} {state}>"
+
+
+def current() -> Agent | None:
+    """The agent running in this process, if any."""
+    agent = _current
+    return agent if agent is not None and agent.running else None
+
+
+def start(
+    policy: str = "default",
+    interval: float = 1.0,
+    csv: str | os.PathLike[str] | None = None,
+    *,
+    _proc_root: str = "/proc",
+) -> Agent:
+    """Starts the agent: applies ``policy`` and samples every ``interval`` seconds.
+
+    ``csv``: append one row per sample to this file (header once, flushed per row). In a fork
+    child, ``samples.csv`` becomes ``samples-<pid>.csv``; a ``{pid}`` in the path is replaced.
+
+    Raises ``ValueError`` for a bad policy spec or interval, ``OSError`` if the CSV cannot be
+    opened, ``RuntimeError`` if an agent is already running in this process.
+    """
+    global _current
+    with _lock:
+        if _current is not None and _current.running:
+            raise RuntimeError(
+                f"a NeuroGC agent is already running in this process (policy {_current.policy!r});"
+                " stop it first or use neurogc.current()"
+            )
+        native = _native.NativeAgent(
+            policy, float(interval), None if csv is None else os.fspath(csv), _proc_root
+        )
+        agent = Agent(native)
+        # Registered before the policy starts, so a collection it runs at start is recorded.
+        gc.callbacks.append(agent._callback)
+        try:
+            native.start()
+        except BaseException:
+            gc.callbacks.remove(agent._callback)
+            raise
+        _current = agent
+    atexit.register(agent.stop)
+    return agent
+
+
+def _after_fork_in_child() -> None:
+    agent = _current
+    if agent is None or not agent.running:
+        return
+    try:
+        agent._native.after_fork_child()
+    except Exception as exc:  # never break the child over the agent
+        log.warning("NeuroGC agent could not restart in fork child %d: %s", os.getpid(), exc)
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _start_from_environment() -> Agent | None:
+    """Used by ``neurogc run``: starts the agent from NEUROGC_* variables, if set."""
+    policy = os.environ.get("NEUROGC_POLICY")
+    if not policy:
+        return None
+    try:
+        return start(
+            policy=policy,
+            interval=float(os.environ.get("NEUROGC_INTERVAL", "1.0")),
+            csv=os.environ.get("NEUROGC_CSV") or None,
+        )
+    except Exception as exc:
+        # The command itself must still run; say loudly why it runs without NeuroGC.
+        log.error("NeuroGC agent not started: %s", exc)
+        import sys
+
+        print(f"neurogc: agent not started: {exc}", file=sys.stderr)
+        return None
