@@ -128,10 +128,11 @@ impl Reporter {
         if let Some((path, w)) = &mut self.json {
             write_json_lines(w, &rows).with_context(|| format!("--json-out {}", path.display()))?;
         }
-        for s in snaps {
-            let log = &mut self.hdr[s.host];
-            let tag = s.task.map(|t| self.tasks[t].as_str());
-            log.write(s, tag, elapsed.saturating_sub(interval), interval)?;
+        if !self.hdr.is_empty() {
+            for s in snaps {
+                let tag = s.task.map(|t| self.tasks[t].as_str());
+                self.hdr[s.host].write(s, tag, elapsed.saturating_sub(interval), interval)?;
+            }
         }
         if self.table {
             let title = format!("{:.0}s elapsed · last second", elapsed.as_secs_f64());

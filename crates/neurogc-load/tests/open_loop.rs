@@ -1,0 +1,159 @@
+//! Open loop against real local servers: rate accuracy, the same schedule on several hosts,
+//! and latency measured from the intended send time (a stalling server shows in p99).
+mod common;
+
+use std::time::Duration;
+
+use common::{run_load, Behavior, Server};
+
+#[test]
+fn achieved_rate_is_within_one_percent_on_every_host_with_the_same_schedule() {
+    let a = Server::start(Behavior::default());
+    let b = Server::start(Behavior::default());
+    let out = run_load(&[
+        "--host",
+        &a.url,
+        "--host",
+        &b.url,
+        "--rate",
+        "1000",
+        "--run-time",
+        "3s",
+    ]);
+    let s = &out.summary;
+    assert_eq!(s.mode, "open");
+    assert_eq!(s.target_rate, Some(1000.0));
+    assert!(
+        (s.achieved_rate - 1000.0).abs() <= 10.0,
+        "achieved {}",
+        s.achieved_rate
+    );
+    assert_eq!((s.failures, s.dropped), (0, 0));
+    for host in [&a.url, &b.url] {
+        let all = out.total(host, "all");
+        assert!((all.rps - 1000.0).abs() <= 10.0, "{host}: {}", all.rps);
+    }
+    // Same intended times and tasks on both hosts: identical per-task counts, and the servers agree.
+    for task in &s.tasks {
+        assert_eq!(
+            out.total(&a.url, task).requests,
+            out.total(&b.url, task).requests,
+            "{task}"
+        );
+        assert_eq!(
+            a.count(task),
+            out.total(&a.url, task).requests,
+            "{task} as seen by the server"
+        );
+    }
+    // The per-second stream: one "all" line per host per second, each about `rate` requests.
+    let a_all: Vec<_> = out
+        .seconds
+        .iter()
+        .filter(|r| r.host == a.url && r.task == "all")
+        .collect();
+    assert!(a_all.len() >= 3, "{} lines", a_all.len());
+    assert_eq!(
+        a_all.iter().map(|r| r.requests).sum::<u64>(),
+        out.total(&a.url, "all").requests
+    );
+    for r in &a_all[..2] {
+        assert!(
+            (r.requests as f64 - 1000.0).abs() < 50.0,
+            "second {}: {}",
+            r.elapsed_s,
+            r.requests
+        );
+        assert!(r.p99_ms.is_some() && r.users.is_none());
+    }
+    assert_eq!(out.returned.requests, s.requests);
+}
+
+#[test]
+fn open_loop_p99_sees_a_200ms_stall_every_2s_that_closed_loop_hides() {
+    let server = Server::start(Behavior {
+        stall: Some((Duration::from_secs(2), Duration::from_millis(200))),
+    });
+
+    let open = run_load(&["--host", &server.url, "--rate", "200", "--run-time", "5s"]);
+    let open_all = open.total(&server.url, "all");
+    assert_eq!(open_all.failures, 0);
+    let open_p99 = open_all.p99_ms.unwrap();
+    assert!(
+        open_p99 >= 150.0,
+        "open-loop p99 {open_p99} ms must show the 200 ms stalls"
+    );
+
+    // Two users with no think time: during a stall only the two in-flight requests wait; the
+    // thousands sent between stalls are fast, so the percentiles hide the stall.
+    let closed = run_load(&[
+        "--host",
+        &server.url,
+        "-u",
+        "2",
+        "-r",
+        "100",
+        "--wait",
+        "0,0",
+        "--run-time",
+        "5s",
+    ]);
+    let closed_all = closed.total(&server.url, "all");
+    let (closed_p99, closed_max) = (closed_all.p99_ms.unwrap(), closed_all.max_ms.unwrap());
+    assert!(
+        closed_max >= 150.0,
+        "closed loop did meet the stall (max {closed_max} ms)"
+    );
+    assert!(
+        closed_p99 * 5.0 < open_p99 && closed_p99 < 30.0,
+        "closed-loop p99 {closed_p99} ms should hide the stall that open loop shows ({open_p99} ms)"
+    );
+    eprintln!("stall: open p99 {open_p99} ms; closed p99 {closed_p99} ms, max {closed_max} ms");
+}
+
+#[test]
+fn poisson_arrivals_average_the_target_rate() {
+    let server = Server::start(Behavior::default());
+    let out = run_load(&[
+        "--host",
+        &server.url,
+        "--rate",
+        "500",
+        "--arrivals",
+        "poisson",
+        "--run-time",
+        "4s",
+    ]);
+    // 2000 expected arrivals; a Poisson count has sd sqrt(2000) ≈ 45: allow 4 sigma.
+    let n = out.total(&server.url, "all").requests as f64;
+    assert!((n - 2000.0).abs() < 180.0, "{n} requests");
+    assert_eq!(out.summary.arrivals.as_deref(), Some("poisson"));
+}
+
+#[test]
+fn in_flight_cap_drops_and_counts() {
+    let server = Server::start(Behavior::default());
+    let dir = common::temp_dir("tasks");
+    let tasks = dir.join("slow.toml");
+    std::fs::write(&tasks, "[[task]]\npath = \"/slow\"\n").unwrap();
+    let out = run_load(&[
+        "--host",
+        &server.url,
+        "--rate",
+        "50",
+        "--run-time",
+        "1s",
+        "--max-in-flight",
+        "10",
+        "--tasks",
+        tasks.to_str().unwrap(),
+        "--timeout",
+        "5s",
+    ]);
+    let all = out.total(&server.url, "all");
+    // Every arrival is either sent (and completes: /slow answers in 2 s) or dropped — none lost.
+    assert_eq!(all.requests, 10);
+    assert_eq!(all.dropped, 40);
+    assert_eq!(all.requests + all.dropped, 50);
+    assert!(all.p50_ms.unwrap() >= 2000.0);
+}
