@@ -120,11 +120,15 @@ def start(
     """
     global _current
     with _lock:
-        if _current is not None and _current.running:
+        previous = _current
+        if previous is not None and previous.running:
             raise RuntimeError(
-                f"a NeuroGC agent is already running in this process (policy {_current.policy!r});"
+                f"a NeuroGC agent is already running in this process (policy {previous.policy!r});"
                 " stop it first or use neurogc.current()"
             )
+    if previous is not None:
+        previous.stop()  # one that failed: unregister its (inert) gc callback
+    with _lock:
         native = _native.NativeAgent(
             policy, float(interval), None if csv is None else os.fspath(csv), _proc_root
         )

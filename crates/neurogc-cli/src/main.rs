@@ -1,6 +1,8 @@
 //! `neurogc`: the command line. Thin glue over the crates that do the work.
 use clap::{Parser, Subcommand};
 
+mod run;
+
 #[derive(Parser)]
 #[command(
     name = "neurogc",
@@ -16,12 +18,15 @@ struct Cli {
 enum Command {
     /// Generate HTTP load (Locust-style closed loop or wrk2-style open loop).
     Load(neurogc_load::LoadArgs),
+    /// Run a Python command with the NeuroGC agent injected (no code change).
+    Run(run::RunArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Load(args) => neurogc_load::run(args),
+        Command::Run(args) => run::run(args),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -1,0 +1,141 @@
+"""Shared fixtures: a real demo server in a subprocess, HTTP helpers, GC-state hygiene."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_get(url: str, timeout: float = 10.0) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def get_json(url: str) -> dict:
+    status, body = http_get(url)
+    assert status == 200, (url, status, body[:200])
+    return json.loads(body)
+
+
+def wait_for(condition: Callable[[], object], timeout: float, what: str) -> object:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def vm_rss_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+class DemoServer:
+    def __init__(self, *args: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "neurogc.demo", "--port", str(self.port), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+        def up() -> bool:
+            if self.process.poll() is not None:
+                raise AssertionError(f"demo server exited: {self.process.communicate()[1]}")
+            try:
+                return http_get(self.url + "/health", timeout=1.0)[0] == 200
+            except OSError:
+                return False
+
+        wait_for(up, 60, f"demo server on port {self.port}")
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def get(self, path: str) -> tuple[int, bytes]:
+        return http_get(self.url + path)
+
+    def metrics(self) -> dict:
+        return get_json(self.url + "/metrics")
+
+    def stop(self) -> str:
+        self.process.terminate()
+        try:
+            _, err = self.process.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            _, err = self.process.communicate()
+            raise AssertionError("demo server did not stop on SIGTERM within 20 s") from None
+        return err
+
+
+@pytest.fixture
+def demo_server():
+    servers: list[DemoServer] = []
+
+    def start(*args: str) -> DemoServer:
+        server = DemoServer(*args)
+        servers.append(server)
+        return server
+
+    yield start
+    for s in servers:
+        if s.process.poll() is None:
+            s.stop()
+
+
+@pytest.fixture
+def clean_gc():
+    """Every in-process test leaves CPython's collector as it found it."""
+    before = (gc.isenabled(), gc.get_threshold(), list(gc.callbacks))
+    yield
+    from neurogc import _agent
+
+    agent = _agent._current  # running or failed
+    if agent is not None:
+        agent.stop()
+    gc.unfreeze()
+    after = (gc.isenabled(), gc.get_threshold(), list(gc.callbacks))
+    if after != before:
+        gc.enable()
+        gc.set_threshold(*before[1])
+    assert after == before, "the agent did not restore the collector's settings"
+
+
+def run_python(code: str, timeout: float = 60, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )

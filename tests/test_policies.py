@@ -1,0 +1,118 @@
+"""Each policy observably does what it says, against the real CPython collector."""
+
+from __future__ import annotations
+
+import csv
+import gc
+import time
+
+from conftest import vm_rss_bytes, wait_for
+
+import neurogc
+
+
+class Cyclic:
+    def __init__(self, payload: object = None) -> None:
+        self.me = self
+        self.payload = payload
+
+
+def make_garbage(n: int, payload_bytes: int = 0) -> None:
+    for _ in range(n):
+        Cyclic(bytearray(payload_bytes) if payload_bytes else None)
+
+
+def test_default_changes_nothing(clean_gc):
+    before = (gc.isenabled(), gc.get_threshold())
+    agent = neurogc.start("default", interval=0.05)
+    time.sleep(0.2)
+    assert (gc.isenabled(), gc.get_threshold()) == before
+    assert agent.totals()["policy_actions"] == 0
+
+
+def test_threshold_sets_and_restores(clean_gc):
+    original = gc.get_threshold()
+    agent = neurogc.start("threshold:5000,20,30", interval=0.05)
+    assert gc.get_threshold() == (5000, 20, 30)
+    sample = wait_for(agent.snapshot, 5, "a sample")
+    assert sample["policy"] == "threshold:5000,20,30"
+    assert sample["policy_action"] == "set_threshold(5000, 20, 30)"
+    agent.stop()
+    assert gc.get_threshold() == original
+    agent = neurogc.start("threshold:1234", interval=0.05)
+    assert gc.get_threshold() == (1234,) + original[1:]
+
+
+def test_periodic_turns_automatic_gc_off_and_collects_on_schedule(clean_gc, tmp_path):
+    path = tmp_path / "periodic.csv"
+    agent = neurogc.start("periodic:0.2", interval=0.1, csv=path)
+    assert not gc.isenabled()
+    stats0 = gc.get_stats()[2]["collections"]
+    deadline = time.monotonic() + 1.1
+    while time.monotonic() < deadline:
+        make_garbage(1000)  # garbage the automatic GC would have collected in gen0
+        time.sleep(0.01)
+    totals = agent.totals()
+    full = gc.get_stats()[2]["collections"] - stats0
+    assert 4 <= full <= 7, full
+    agent.stop()
+    assert gc.isenabled()
+    totals = agent.totals()
+    assert 4 <= totals["policy_collections"] <= 7, totals
+    assert totals["gc0_collections"] == 0, "automatic gen0 collections ran while GC was off"
+    reasons = {r["policy_reason"] for r in csv.DictReader(path.open())}
+    assert "periodic: every 0.2s" in reasons
+    assert any(r["gc_enabled"] == "False" for r in csv.DictReader(path.open()))
+
+
+def test_freeze_after_warmup(clean_gc):
+    keep = [Cyclic() for _ in range(20_000)]
+    agent = neurogc.start("freeze:0.3", interval=0.1)
+    assert gc.get_freeze_count() == 0
+    wait_for(lambda: gc.get_freeze_count() >= 20_000, 3, "the heap to be frozen")
+    sample = wait_for(
+        lambda: (s := agent.snapshot()) and s["policy_action"] == "gc.freeze()" and s, 3, "sample"
+    )
+    assert sample["policy_reason"] == "freeze: warm-up of 0.3s over"
+    assert gc.isenabled(), "freeze keeps automatic GC on"
+    del keep
+
+
+def test_guard_fires_on_young_generation_budget(clean_gc):
+    agent = neurogc.start("periodic:600,young=20000,check=0.05", interval=0.1)
+    gc_before = agent.totals()["policy_collections"]
+    make_garbage(30_000)
+    sample = wait_for(
+        lambda: (s := agent.snapshot()) and "young generation" in s["policy_reason"] and s,
+        3,
+        "the guard to fire",
+    )
+    assert "budget 20000" in sample["policy_reason"]
+    assert agent.totals()["policy_collections"] > gc_before
+    assert gc.get_count()[0] < 20_000
+
+
+def test_guard_fires_on_rss_budget_and_bounds_memory(clean_gc):
+    base = vm_rss_bytes_self()
+    budget = base + (64 << 20)
+    agent = neurogc.start(f"periodic:600,rss={budget},young=100000000,check=0.05", interval=0.1)
+    peak = 0
+    # ~200 MiB of cyclic garbage: without the guard RSS would grow by all of it.
+    for _ in range(200):
+        make_garbage(16, 64 << 10)
+        time.sleep(0.002)  # let the guard's 50 ms checks see the growth
+        peak = max(peak, vm_rss_bytes_self())
+    sample = wait_for(
+        lambda: (s := agent.totals()) and s["policy_collections"] > 0 and agent.snapshot(),
+        3,
+        "the guard to fire",
+    )
+    assert peak < base + (150 << 20), f"RSS grew {(peak - base) >> 20} MiB; the guard did not bound it"
+    reasons = sample["policy_reason"]
+    assert agent.totals()["policy_collections"] >= 1, reasons
+
+
+def vm_rss_bytes_self() -> int:
+    import os
+
+    return vm_rss_bytes(os.getpid())
