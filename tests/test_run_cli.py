@@ -1,0 +1,86 @@
+"""`neurogc run`: the agent injected into an unmodified program."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+
+from conftest import get_json, wait_for
+
+
+def neurogc(*args: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(["neurogc", *args], capture_output=True, text=True, timeout=60, **kw)
+
+
+def test_run_injects_the_agent_into_a_plain_script(tmp_path):
+    script = tmp_path / "plain.py"
+    script.write_text(
+        "import gc, time\n"
+        "class C:\n    def __init__(self): self.me = self\n"
+        "for _ in range(30):\n    [C() for _ in range(5000)]\n    time.sleep(0.02)\n"
+        "print(gc.get_threshold())\n"
+    )
+    out = tmp_path / "out" / "samples.csv"
+    r = neurogc("run", "--policy", "threshold:900,11,12", "--interval", "0.1", "--csv", str(out),
+                "--", sys.executable, str(script))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "(900, 11, 12)"
+    rows = list(csv.DictReader(out.open()))
+    assert len(rows) >= 4
+    assert all(row["policy"] == "threshold:900,11,12" for row in rows)
+    # Without a middleware there are no requests, but process and GC metrics are there.
+    assert sum(int(row["gc0_collections"]) for row in rows) > 0
+    assert all(row["rss_bytes"] for row in rows) and all(row["rps"] == "0" for row in rows)
+
+
+def test_run_exit_code_and_signals_belong_to_the_program():
+    r = neurogc("run", "--", sys.executable, "-c", "import sys; sys.exit(7)")
+    assert r.returncode == 7
+
+
+def test_run_rejects_bad_input_before_starting_anything():
+    r = neurogc("run", "--policy", "periodic:x", "--", sys.executable, "-c", "print('ran')")
+    assert r.returncode == 2
+    assert 'invalid policy spec "periodic:x"' in r.stderr and "ran" not in r.stdout
+    r = neurogc("run", "--", "/nonexistent/program")
+    assert r.returncode == 2 and "/nonexistent/program" in r.stderr
+    r = neurogc("run", "--interval", "0", "--", sys.executable, "-c", "1")
+    assert r.returncode == 2 and "--interval" in r.stderr
+
+
+def test_run_keeps_the_programs_own_sitecustomize(tmp_path):
+    (tmp_path / "sitecustomize.py").write_text("import builtins; builtins.MARK = 'theirs'\n")
+    r = neurogc(
+        "run", "--", sys.executable, "-c", "import neurogc; print(MARK, neurogc.current().policy)",
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["theirs", "default"]
+
+
+def test_operator_policy_wins_over_the_apps_default(tmp_path):
+    from conftest import free_port
+
+    port = free_port()
+    proc = subprocess.Popen(
+        ["neurogc", "run", "--policy", "freeze:0.1", "--interval", "0.2", "--",
+         sys.executable, "-m", "neurogc.demo", "--port", str(port)],  # fmt: skip
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        def metrics():
+            try:
+                return get_json(f"http://127.0.0.1:{port}/metrics")
+            except OSError:
+                return None
+
+        m = wait_for(lambda: (m := metrics()) and "policy" in m and m, 30, "demo metrics")
+        assert m["policy"] == "freeze:0.1"
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=20)
+    assert "ignoring 'default' from the middleware" in err

@@ -1,0 +1,112 @@
+"""The agent never takes the host down: fork, exit, threads, failures."""
+
+from __future__ import annotations
+
+import csv
+import json
+import textwrap
+
+from conftest import run_python
+
+
+def test_sampler_restarts_in_fork_child(tmp_path):
+    path = tmp_path / "samples.csv"
+    r = run_python(
+        textwrap.dedent(
+            f"""
+            import json, os, time, neurogc
+            a = neurogc.start(interval=0.05, csv={str(path)!r})
+            time.sleep(0.15)
+            child = os.fork()
+            if child == 0:
+                time.sleep(0.4)
+                s = a.snapshot()
+                ok = a.running and s is not None and s["pid"] == os.getpid()
+                a.stop()
+                os._exit(0 if ok else 3)
+            _, status = os.waitpid(child, 0)
+            time.sleep(0.1)
+            s = a.snapshot()
+            print(json.dumps({{"status": status, "child": child,
+                              "parent_ok": a.running and s["pid"] == os.getpid()}}))
+            a.stop()
+            """
+        ),
+        timeout=30,
+    )
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["status"] == 0, "the child's agent did not sample in the child"
+    assert out["parent_ok"]
+    child_csv = tmp_path / f"samples-{out['child']}.csv"
+    rows = list(csv.DictReader(child_csv.open()))
+    assert len(rows) >= 3 and {row["pid"] for row in rows} == {str(out["child"])}
+    parent_rows = list(csv.DictReader(path.open()))
+    assert {row["pid"] for row in parent_rows} != {str(out["child"])}
+
+
+def test_many_forks_under_a_busy_sampler_never_deadlock():
+    # A 1 ms sampler with a collecting policy maximises the chance that fork() lands while
+    # the sampler holds a lock; a child that deadlocks would never exit and time the test out.
+    r = run_python(
+        textwrap.dedent(
+            """
+            import gc, os, neurogc
+            a = neurogc.start("periodic:0.002", interval=0.001)
+            class C:
+                def __init__(self): self.me = self
+            failures = 0
+            for i in range(40):
+                for _ in range(2000):
+                    C()
+                pid = os.fork()
+                if pid == 0:
+                    for _ in range(2000):
+                        C()
+                    gc.collect()
+                    a.snapshot()
+                    a.stop()
+                    os._exit(0)
+                _, status = os.waitpid(pid, 0)
+                failures += status != 0
+            a.stop()
+            print(failures)
+            """
+        ),
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "0"
+
+
+def test_interpreter_exit_never_hangs_even_mid_collection():
+    # A big heap makes each periodic full collection long; exit lands during one, with
+    # threads still feeding the agent. atexit stops the agent; the exit must be prompt.
+    code = textwrap.dedent(
+        """
+        import threading, time, neurogc
+        heap = [[i] for i in range(300_000)]
+        a = neurogc.start("periodic:0.01", interval=0.005)
+        def feed():
+            while True:
+                a._native.request_started()
+                a._native.request_finished(1000, 10, 10)
+        for _ in range(3):
+            threading.Thread(target=feed, daemon=True).start()
+        time.sleep(0.3)
+        """
+    )
+    for _ in range(3):
+        r = run_python(code, timeout=30)
+        assert r.returncode == 0, r.stderr
+        assert "panicked" not in r.stderr and "Fatal" not in r.stderr, r.stderr
+
+
+def test_exit_without_explicit_stop_restores_nothing_it_should_not():
+    r = run_python(
+        "import gc, neurogc; neurogc.start('threshold:9999', interval=0.01); "
+        "import atexit; atexit.register(lambda: print(gc.get_threshold()[0]))"
+    )
+    assert r.returncode == 0, r.stderr
+    # atexit runs last-registered first: our print runs before the agent's stop.
+    assert r.stdout.strip() == "9999"
