@@ -131,7 +131,9 @@ def clean_gc():
     assert after == before, "the agent did not restore the collector's settings"
 
 
-def run_python(code: str, timeout: float = 60, env: dict | None = None) -> subprocess.CompletedProcess:
+def run_python(
+    code: str, timeout: float = 60, env: dict | None = None
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,

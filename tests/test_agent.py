@@ -7,9 +7,9 @@ import gc
 import time
 
 import pytest
-from conftest import wait_for
 
 import neurogc
+from conftest import wait_for
 
 SEED_COLUMNS = [
     "time", "cpu", "mem", "disk_read", "disk_write", "net_sent",

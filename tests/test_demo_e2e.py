@@ -6,6 +6,7 @@ import threading
 import time
 
 import pytest
+
 from conftest import vm_rss_bytes, wait_for
 
 ENDPOINTS = ["/cpu-heavy", "/memory-heavy", "/network-heavy", "/io-heavy", "/health"]
@@ -33,6 +34,7 @@ def test_seed_endpoints_and_metrics(demo_server):
     assert m["p99"] >= m["p95"] >= m["p50"] > 0
     assert m["net_sent"] > 0 and m["net_recv"] > 0
     assert m["policy"] == "periodic:1" and m["gc_enabled"] is False
+
     # RSS as the kernel reports it for the server's own pid, once the load has stopped (under
     # load, RSS moves between the sample and our read).
     def rss_matches():
@@ -93,12 +95,16 @@ def test_cpu_percent_is_sane_under_a_cpu_heavy_loop(demo_server):
     # One event loop on one core: busy, but not more than one core (plus the upstream's nothing).
     best = max(samples)
     assert 60 <= best <= 130, samples
-    idle = wait_for(lambda: (c := server.metrics()["cpu"]) is not None and c < 30 and [c], 5, "idle")
+    idle = wait_for(
+        lambda: (c := server.metrics()["cpu"]) is not None and c < 30 and [c], 5, "idle"
+    )
     assert idle[0] < 30
 
 
 def test_large_heap_scenario(demo_server):
-    server = demo_server("--scenario", "large-heap", "--heap-objects", "200000", "--interval", "0.25")
+    server = demo_server(
+        "--scenario", "large-heap", "--heap-objects", "200000", "--interval", "0.25"
+    )
     status, body = server.get("/cyclic")
     assert status == 200 and b'"heap_objects":200000' in body
     assert server.metrics()["rss_bytes"] > 20 << 20

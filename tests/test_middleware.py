@@ -10,9 +10,9 @@ import time
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 import pytest
-from conftest import free_port, http_get, wait_for
 
 import neurogc
+from conftest import free_port, http_get, wait_for
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -83,8 +83,18 @@ def test_asgi_install_under_uvicorn(tmp_path, demo_server):
     (tmp_path / "asgi_app.py").write_text(ASGI_APP)
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "asgi_app:app", "--port", str(port), "--log-level",
-         "warning", "--lifespan", "on"],  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "asgi_app:app",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            "--lifespan",
+            "on",
+        ],  # fmt: skip
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -97,9 +107,11 @@ def test_asgi_install_under_uvicorn(tmp_path, demo_server):
             assert http_get(base + "/")[0] == 200
         assert http_get(base + "/fail")[0] == 500
         m = wait_for(
-            lambda: (m := json.loads(http_get(base + "/metrics")[1]))
-            and m["totals"]["requests"] >= 31
-            and m,
+            lambda: (
+                (m := json.loads(http_get(base + "/metrics")[1]))
+                and m["totals"]["requests"] >= 31
+                and m
+            ),
             5,
             "requests in totals",
         )

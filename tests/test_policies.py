@@ -6,9 +6,8 @@ import csv
 import gc
 import time
 
-from conftest import vm_rss_bytes, wait_for
-
 import neurogc
+from conftest import vm_rss_bytes, wait_for
 
 
 class Cyclic:
@@ -107,7 +106,9 @@ def test_guard_fires_on_rss_budget_and_bounds_memory(clean_gc):
         3,
         "the guard to fire",
     )
-    assert peak < base + (150 << 20), f"RSS grew {(peak - base) >> 20} MiB; the guard did not bound it"
+    assert peak < base + (150 << 20), (
+        f"RSS grew {(peak - base) >> 20} MiB; the guard did not bound it"
+    )
     reasons = sample["policy_reason"]
     assert agent.totals()["policy_collections"] >= 1, reasons
 

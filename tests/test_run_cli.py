@@ -65,13 +65,26 @@ def test_operator_policy_wins_over_the_apps_default(tmp_path):
 
     port = free_port()
     proc = subprocess.Popen(
-        ["neurogc", "run", "--policy", "freeze:0.1", "--interval", "0.2", "--",
-         sys.executable, "-m", "neurogc.demo", "--port", str(port)],  # fmt: skip
+        [
+            "neurogc",
+            "run",
+            "--policy",
+            "freeze:0.1",
+            "--interval",
+            "0.2",
+            "--",
+            sys.executable,
+            "-m",
+            "neurogc.demo",
+            "--port",
+            str(port),
+        ],  # fmt: skip
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     try:
+
         def metrics():
             try:
                 return get_json(f"http://127.0.0.1:{port}/metrics")

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from time import perf_counter_ns
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from . import _agent, _native
 
@@ -139,8 +140,11 @@ class NeuroGCMiddleware:
         native.request_started()
         # [bytes in, bytes out, status]; a list so the closures below can update it.
         tally = [
-            len(scope.get("method", "")) + len(scope.get("raw_path") or b"") + 12
-            + _headers_bytes(scope.get("headers", ())) + _HEADERS_END_BYTES,
+            len(scope.get("method", ""))
+            + len(scope.get("raw_path") or b"")
+            + 12
+            + _headers_bytes(scope.get("headers", ()))
+            + _HEADERS_END_BYTES,
             0,
             500,
         ]
@@ -159,7 +163,9 @@ class NeuroGCMiddleware:
             elif kind == "http.response.start":
                 tally[2] = message["status"]
                 tally[1] += (
-                    _STATUS_LINE_BYTES + _headers_bytes(message.get("headers", ())) + _HEADERS_END_BYTES
+                    _STATUS_LINE_BYTES
+                    + _headers_bytes(message.get("headers", ()))
+                    + _HEADERS_END_BYTES
                 )
             await send(message)
 

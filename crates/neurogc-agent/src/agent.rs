@@ -12,6 +12,7 @@ use neurogc_core::policy::PolicySpec;
 use neurogc_core::process::ProcessReader;
 use neurogc_core::sample::{Sample, Value};
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
@@ -225,28 +226,25 @@ impl NativeAgent {
         });
     }
 
-    /// Registered in `gc.callbacks`. Never raises and never calls back into `gc`.
-    fn gc_callback(&self, phase: &Bound<'_, PyAny>, info: &Bound<'_, PyAny>) {
+    /// Registered in `gc.callbacks`. Never raises and never calls back into `gc`. It runs twice
+    /// per collection, gen0 included, so it avoids allocating: keys are interned, `phase` is
+    /// compared as a Python string.
+    fn gc_callback(&self, py: Python<'_>, phase: &Bound<'_, PyAny>, info: &Bound<'_, PyAny>) {
         let shared = self.shared();
         if shared.is_failed() {
             return;
         }
-        let Ok(phase) = phase.cast::<PyString>() else {
-            return;
+        let field = |key: &Bound<'_, PyString>| {
+            info.get_item(key)
+                .and_then(|v| v.extract::<u64>())
+                .unwrap_or(0)
         };
-        let generation = info
-            .get_item("generation")
-            .and_then(|g| g.extract::<u8>())
-            .unwrap_or(0);
-        if phase.to_cow().map(|p| p == "start").unwrap_or(false) {
+        let generation = u8::try_from(field(intern!(py, "generation"))).unwrap_or(2);
+        if phase.eq(intern!(py, "start")).unwrap_or(false) {
             shield(&shared, "gc_callback", (), || shared.gc_started(generation));
         } else {
-            let count = |key: &str| {
-                info.get_item(key)
-                    .and_then(|v| v.extract::<u64>())
-                    .unwrap_or(0)
-            };
-            let (collected, uncollectable) = (count("collected"), count("uncollectable"));
+            let collected = field(intern!(py, "collected"));
+            let uncollectable = field(intern!(py, "uncollectable"));
             shield(&shared, "gc_callback", (), || {
                 shared.gc_stopped(generation, collected, uncollectable)
             });

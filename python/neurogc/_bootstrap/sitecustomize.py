@@ -15,7 +15,9 @@ def _chain_next_sitecustomize() -> None:
     for entry in rest:
         candidate = os.path.join(entry or ".", "sitecustomize.py")
         if os.path.isfile(candidate):
-            spec = importlib.util.spec_from_file_location("_neurogc_chained_sitecustomize", candidate)
+            spec = importlib.util.spec_from_file_location(
+                "_neurogc_chained_sitecustomize", candidate
+            )
             if spec and spec.loader:
                 spec.loader.exec_module(importlib.util.module_from_spec(spec))
             return
