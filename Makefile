@@ -51,7 +51,7 @@ $(VENV)/bin/neurogc: target/release/neurogc $(VENV)/.deps
 	ln -sf ../../target/release/neurogc $@
 
 demo: setup
-	$(VPY) -m neurogc.demo.quickrun
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m neurogc.demo.quickrun
 
 test: setup lint test-rust test-python test-python-versions
 
