@@ -247,7 +247,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 fn seconds(secs: f64, original: &str) -> Result<Duration, String> {
-    if !secs.is_finite() || secs < 0.0 || secs > 366.0 * 86400.0 {
+    if !secs.is_finite() || !(0.0..=366.0 * 86400.0).contains(&secs) {
         return Err(format!("{original:?} is out of range"));
     }
     Ok(Duration::from_secs_f64(secs))

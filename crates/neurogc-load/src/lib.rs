@@ -16,7 +16,7 @@
 //!
 //! Layout: [`args`] flags and validation · [`tasks`] weighted task sets · [`schedule`] arrivals,
 //! waits, spawns · [`client`] the HTTP/1.1 client · [`stats`] histograms and rows · [`report`]
-//! outputs · `engine` the loops.
+//! outputs · `engine` the loops · `timer` the open loop's sub-millisecond sleep.
 pub mod args;
 pub mod client;
 mod engine;
@@ -25,6 +25,7 @@ mod rng;
 pub mod schedule;
 pub mod stats;
 pub mod tasks;
+mod timer;
 
 pub use args::{Config, LoadArgs, Mode};
 pub use engine::execute;

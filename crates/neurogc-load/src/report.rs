@@ -135,7 +135,12 @@ impl Reporter {
             }
         }
         if self.table {
-            let title = format!("{:.0}s elapsed · last second", elapsed.as_secs_f64());
+            let users = rows
+                .first()
+                .and_then(|r| r.users)
+                .map(|u| format!(" · {u} users"))
+                .unwrap_or_default();
+            let title = format!("{:.0}s elapsed{users} · last second", elapsed.as_secs_f64());
             self.human(&table(&title, &rows));
         }
         Ok(())
@@ -210,7 +215,6 @@ impl HdrLog {
             ))
             .with_start_time(started)
             .with_base_time(started)
-            .with_max_value_divisor(1000.0) // the Interval_Max column in milliseconds, as Java's logs
             .begin_log_with(&mut log.file, &mut log.serializer)
             .with_context(|| format!("--hdr-out {}", log.path.display()))?;
         Ok(log)
@@ -225,9 +229,8 @@ impl HdrLog {
     ) -> Result<()> {
         let tag_text = task.map(|t| t.replace([',', ' ', '\r', '\n'], "_"));
         // A builder with no headers configured writes nothing: it is only a handle for one write.
-        let mut w = IntervalLogWriterBuilder::new()
-            .with_max_value_divisor(1000.0)
-            .begin_log_with(&mut self.file, &mut self.serializer)?;
+        let mut w =
+            IntervalLogWriterBuilder::new().begin_log_with(&mut self.file, &mut self.serializer)?;
         w.write_histogram(
             &s.window.hist,
             start,
