@@ -22,6 +22,34 @@ class Cyclic:
         self.me = self
 
 
+def serve_requests(agent: neurogc.Agent, n: int) -> list[int]:
+    """Drives ``n`` requests through the real ASGI middleware; returns the status codes."""
+    import asyncio
+
+    statuses: list[int] = []
+
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"served"})
+
+    wrapped = neurogc.NeuroGCMiddleware(app, agent=agent)
+    scope = {"type": "http", "method": "GET", "path": "/", "raw_path": b"/", "headers": []}
+
+    async def receive():
+        return {"type": "http.request", "body": b""}
+
+    async def send(message):
+        if message["type"] == "http.response.start":
+            statuses.append(message["status"])
+
+    async def run():
+        for _ in range(n):
+            await wrapped(scope, receive, send)
+
+    asyncio.run(run())
+    return statuses
+
+
 def wait_sample(agent: neurogc.Agent, condition=lambda s: True, timeout: float = 5.0) -> dict:
     return wait_for(
         lambda: (s := agent.snapshot()) is not None and condition(s) and s, timeout, "a sample"
@@ -104,9 +132,8 @@ def test_sampler_panic_disables_agent_and_restores_gc(clean_gc, caplog):
     wait_for(lambda: not agent.running, 5, "the agent to turn itself off")
     assert "injected sampler fault" in agent.failure
     wait_for(gc.isenabled, 5, "automatic GC to be restored")
-    # Calls from the service keep working, as no-ops.
-    agent._native.request_started()
-    agent._native.request_finished(1000, 1, 1)
+    # The service keeps serving through the middleware; the agent's calls are no-ops now.
+    assert serve_requests(agent, 200) == [200] * 200
     gc.collect()
     assert agent.snapshot() is None or agent.snapshot()["policy"] == "periodic:30"
     agent.stop()
@@ -115,15 +142,16 @@ def test_sampler_panic_disables_agent_and_restores_gc(clean_gc, caplog):
 def test_request_path_panic_never_raises(clean_gc):
     agent = neurogc.start(interval=0.05)
     agent._native._inject_fault("request_panic")
-    agent._native.request_started()
-    agent._native.request_finished(1000, 1, 1)  # must not raise
+    assert serve_requests(agent, 50) == [200] * 50  # the panic inside never reaches the app
     assert "injected request fault" in agent.failure
     wait_for(lambda: not agent.running, 5, "the agent to turn itself off")
 
 
 def test_unreadable_proc_gives_empty_values_not_errors(tmp_path, clean_gc):
     agent = neurogc.start(interval=0.05, _proc_root=str(tmp_path))
-    sample = wait_sample(agent)
+    assert serve_requests(agent, 100) == [200] * 100
+    sample = wait_sample(agent, lambda s: s["requests"] > 0)
+    assert sample["rps"] > 0, "requests are still measured"
     assert sample["cpu"] is None and sample["mem"] is None and sample["rss_bytes"] is None
     assert sample["disk_read"] is None
     assert agent.running
