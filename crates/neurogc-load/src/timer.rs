@@ -97,18 +97,21 @@ mod tests {
     async fn wakes_on_time_with_sub_millisecond_precision() {
         let s = Sleeper::new();
         assert!(matches!(s, Sleeper::Precise(_)));
-        let mut worst = Duration::ZERO;
+        let mut late = Vec::new();
         for i in 0..50u64 {
             let deadline = Instant::now() + Duration::from_micros(300 + 37 * i);
             s.sleep_until(deadline).await;
             let now = Instant::now();
             assert!(now >= deadline);
-            worst = worst.max(now - deadline);
+            late.push(now - deadline);
         }
-        // tokio's own timer would be late by up to 1 ms on most of these.
+        // tokio's own timer rounds up to the next millisecond: its median lateness here would be
+        // ~500 µs. The median (not the max) keeps the test stable on a busy machine.
+        late.sort();
         assert!(
-            worst < Duration::from_micros(900),
-            "worst lateness {worst:?}"
+            late[25] < Duration::from_micros(250),
+            "median lateness {:?}",
+            late[25]
         );
     }
 }
