@@ -18,6 +18,8 @@ struct Cli {
 enum Command {
     /// Generate HTTP load (Locust-style closed loop or wrk2-style open loop).
     Load(neurogc_load::LoadArgs),
+    /// Serve the live dashboard (ingest, WebSocket stream, web page, replay).
+    Dashboard(neurogc_dashboard::DashboardArgs),
     /// Run a Python command with the NeuroGC agent injected (no code change).
     Run(run::RunArgs),
 }
@@ -27,6 +29,7 @@ fn main() {
     let result = match cli.command {
         Command::Load(args) => neurogc_load::run(args),
         Command::Run(args) => run::run(args),
+        Command::Dashboard(args) => neurogc_dashboard::run(args),
     };
     match result {
         Ok(code) => std::process::exit(code),
