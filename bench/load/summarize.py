@@ -1,0 +1,114 @@
+"""Turns bench/load/run.sh's raw runs into RESULTS.md (medians, ranges, ratios, floors)."""
+import argparse
+import datetime
+import platform
+import statistics
+
+ap = argparse.ArgumentParser()
+ap.add_argument("runs")
+ap.add_argument("--command", required=True)
+ap.add_argument("--dur", type=float, required=True)
+ap.add_argument("--seed-dur", type=float, required=True)
+ap.add_argument("--conns", type=int, required=True)
+ap.add_argument("--open-rate", type=float, required=True)
+ap.add_argument("--versions", required=True)
+a = ap.parse_args()
+
+runs = {}
+for line in open(a.runs):
+    name, kind, rep, n, wall, cpu, server_cpu = line.split()
+    runs.setdefault(name, []).append(
+        dict(rep=int(rep), n=int(n), wall=float(wall), cpu=float(cpu), server=float(server_cpu))
+    )
+reps = max(r["rep"] for rs in runs.values() for r in rs)
+
+
+def med(xs):
+    return statistics.median(xs)
+
+
+def fmt_range(xs, f="{:,.0f}"):
+    return f"{f.format(med(xs))} ({f.format(min(xs))}–{f.format(max(xs))})"
+
+
+def per_cpu(name):
+    return [r["n"] / r["cpu"] for r in runs[name]]
+
+
+def ratio(a_name, b_name):
+    """Per-repetition ratios of requests per CPU-second (paired by repetition)."""
+    return [x / y for x, y in zip(per_cpu(a_name), per_cpu(b_name))]
+
+
+label = {
+    "neurogc": "neurogc load (closed loop, no wait)",
+    "wrk": "wrk -t1",
+    "locust": "Locust HttpUser (the seed's client)",
+    "locust_fast": "Locust FastHttpUser",
+    "neurogc_seed": "neurogc load",
+    "locust_seed": "Locust HttpUser",
+}
+
+out = []
+w = out.append
+w("# `neurogc load` benchmark — latest output of `bench/load/run.sh`")
+w("")
+w(f"- Command: `{a.command}`")
+w(f"- Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; host: {platform.node()}, "
+  f"{platform.machine()}, 2 CPUs; versions: {a.versions}")
+w("- Server: `crates/neurogc-load/examples/bench_server.rs` (hyper, one thread) pinned to CPU 0; each load "
+  "generator pinned to CPU 1, run one at a time, interleaved A B C D × "
+  f"{reps} repetitions. Medians with (min–max) over the repetitions.")
+w("- CPU = user + sys of the generator process from bash's `time`, start-up included for every tool.")
+w("")
+w(f"## Throughput: {a.conns} keep-alive connections, no think time, {a.dur:g} s, `GET /health`")
+w("")
+w("| generator | requests/s | generator CPU-s | requests per CPU-second | server CPU (of one core) |")
+w("|---|---:|---:|---:|---:|")
+for name in ["neurogc", "wrk", "locust", "locust_fast"]:
+    rs = runs[name]
+    w(f"| {label[name]} | {fmt_range([r['n'] / a.dur for r in rs])} | "
+      f"{fmt_range([r['cpu'] for r in rs], '{:.2f}')} | {fmt_range(per_cpu(name))} | "
+      f"{fmt_range([100 * r['server'] / r['wall'] for r in rs], '{:.0f}')} % |")
+w("")
+w("Requests per CPU-second, neurogc load relative to (per-repetition ratios, median (min–max)):")
+w("")
+floors = {"wrk": 0.5, "locust": 10.0, "locust_fast": None}
+for other, floor in floors.items():
+    rs = ratio("neurogc", other)
+    verdict = ""
+    if floor is not None:
+        ok = min(rs) >= floor
+        verdict = f" — floor ≥ {floor:g}×: **{'met' if ok else 'NOT MET'}**" + ("" if ok else " (see below)")
+    w(f"- {label[other]}: **{med(rs):.2f}×** ({min(rs):.2f}–{max(rs):.2f}){verdict}")
+saturated = [n for n in ("neurogc", "wrk") if med([r["server"] / r["wall"] for r in runs[n]]) > 0.9]
+if saturated:
+    w("")
+    w("Note: with " + " and ".join(saturated) + " the one-thread server is saturated (>90 % of its core), so "
+      "requests/s is the server's limit, not the generator's; requests per CPU-second still compares what "
+      "each generator spends per request.")
+w("")
+rs = runs["neurogc_open"]
+w(f"Open loop, `neurogc load --rate {a.open_rate:,.0f}` for {a.dur:g} s: "
+  f"{fmt_range([r['n'] / a.dur for r in rs])} requests/s achieved, generator CPU "
+  f"{fmt_range([100 * r['cpu'] / r['wall'] for r in rs], '{:.0f}')} % of one core, "
+  f"{fmt_range([r['n'] / r['cpu'] for r in rs])} requests per CPU-second.")
+w("")
+w(f"## The seed's load: 100 users, spawn 10/s, wait 0.1–0.5 s, {a.seed_dur:g} s (10 s of it ramp-up)")
+w("")
+w("| generator | requests/s | generator CPU-s | generator CPU (% of one core) |")
+w("|---|---:|---:|---:|")
+for name in ["neurogc_seed", "locust_seed"]:
+    rs = runs[name]
+    w(f"| {label[name]} | {fmt_range([r['n'] / a.seed_dur for r in rs], '{:,.1f}')} | "
+      f"{fmt_range([r['cpu'] for r in rs], '{:.2f}')} | "
+      f"{fmt_range([100 * r['cpu'] / r['wall'] for r in rs], '{:.1f}')} % |")
+w("")
+w("## Raw runs")
+w("")
+w("| run | rep | requests | wall s | generator CPU-s | server CPU-s |")
+w("|---|---:|---:|---:|---:|---:|")
+for name, rs in runs.items():
+    for r in rs:
+        w(f"| {name} | {r['rep']} | {r['n']} | {r['wall']:.2f} | {r['cpu']:.2f} | {r['server']:.2f} |")
+print("\n".join(out))
