@@ -20,6 +20,10 @@ enum Command {
     Load(neurogc_load::LoadArgs),
     /// Serve the live dashboard (ingest, WebSocket stream, web page, replay).
     Dashboard(neurogc_dashboard::DashboardArgs),
+    /// Train a model on sample CSVs (ours or the seed's).
+    Train(neurogc_train::TrainArgs),
+    /// Convert a PyTorch state_dict trained by the seed's code into a NeuroGC model.
+    ImportTorch(neurogc_train::ImportArgs),
     /// Run a Python command with the NeuroGC agent injected (no code change).
     Run(run::RunArgs),
 }
@@ -29,6 +33,8 @@ fn main() {
     let result = match cli.command {
         Command::Load(args) => neurogc_load::run(args),
         Command::Run(args) => run::run(args),
+        Command::Train(args) => neurogc_train::run_train(args),
+        Command::ImportTorch(args) => neurogc_train::run_import(args),
         Command::Dashboard(args) => neurogc_dashboard::run(args),
     };
     match result {

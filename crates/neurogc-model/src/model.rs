@@ -1,0 +1,337 @@
+//! Loading a model directory, validating it, and predicting.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use safetensors::{Dtype, SafeTensors};
+
+use crate::features::{FeatureVector, FEATURES, N_FEATURES};
+use crate::forest::{forest_inputs, Forest};
+use crate::meta::{Architecture, ModelMeta, FORMAT};
+use crate::nets::{Feedforward, Lstm, Transformer};
+use crate::{META_FILE, WEIGHTS_FILE};
+
+/// Why a model directory cannot be used. Always names the file and what is wrong with it.
+#[derive(Debug)]
+pub struct ModelError {
+    pub path: Option<PathBuf>,
+    pub message: String,
+}
+
+impl ModelError {
+    pub(crate) fn meta(message: String) -> ModelError {
+        ModelError {
+            path: None,
+            message,
+        }
+    }
+    fn at(path: &Path, message: impl Into<String>) -> ModelError {
+        ModelError {
+            path: Some(path.to_path_buf()),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ModelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.path {
+            Some(p) => write!(f, "{}: {}", p.display(), self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for ModelError {}
+
+/// The weights of one model by name, checked for shape and finiteness as they are taken.
+pub struct TensorMap {
+    f32s: BTreeMap<String, (Vec<usize>, Vec<f32>)>,
+    i32s: BTreeMap<String, (Vec<usize>, Vec<i32>)>,
+    taken: std::cell::RefCell<BTreeSet<String>>,
+}
+
+impl TensorMap {
+    pub fn new() -> TensorMap {
+        TensorMap {
+            f32s: BTreeMap::new(),
+            i32s: BTreeMap::new(),
+            taken: Default::default(),
+        }
+    }
+
+    pub fn insert_f32(&mut self, name: &str, shape: Vec<usize>, data: Vec<f32>) {
+        self.f32s.insert(name.to_string(), (shape, data));
+    }
+
+    pub fn insert_i32(&mut self, name: &str, shape: Vec<usize>, data: Vec<i32>) {
+        self.i32s.insert(name.to_string(), (shape, data));
+    }
+
+    /// Parses a safetensors file (F32 and I32 tensors only).
+    pub fn from_safetensors(bytes: &[u8]) -> Result<TensorMap, String> {
+        let st =
+            SafeTensors::deserialize(bytes).map_err(|e| format!("not a safetensors file: {e}"))?;
+        let mut map = TensorMap::new();
+        for (name, view) in st.tensors() {
+            let shape = view.shape().to_vec();
+            let data = view.data();
+            match view.dtype() {
+                Dtype::F32 => map.insert_f32(
+                    &name,
+                    shape,
+                    data.chunks_exact(4)
+                        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                        .collect(),
+                ),
+                Dtype::I32 => map.insert_i32(
+                    &name,
+                    shape,
+                    data.chunks_exact(4)
+                        .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                        .collect(),
+                ),
+                other => {
+                    return Err(format!(
+                        "tensor {name:?} has dtype {other:?}; expected F32 or I32"
+                    ))
+                }
+            }
+        }
+        Ok(map)
+    }
+
+    /// The f32 tensor `name`, which must have `shape` and only finite values.
+    pub fn f32(&self, name: &str, shape: &[usize]) -> Result<&[f32], ModelError> {
+        let data = self.f32_any(name)?;
+        let (got, _) = &self.f32s[name];
+        if got != shape {
+            return Err(ModelError::meta(format!(
+                "tensor {name:?} has shape {got:?}, expected {shape:?} (wrong model shape for its model.json)"
+            )));
+        }
+        Ok(data)
+    }
+
+    /// The f32 tensor `name` of any shape, finite values only.
+    pub fn f32_any(&self, name: &str) -> Result<&[f32], ModelError> {
+        let (_, data) = self
+            .f32s
+            .get(name)
+            .ok_or_else(|| ModelError::meta(format!("tensor {name:?} is missing")))?;
+        if let Some(i) = data.iter().position(|v| !v.is_finite()) {
+            return Err(ModelError::meta(format!(
+                "tensor {name:?} holds a non-finite value ({}) at index {i}",
+                data[i]
+            )));
+        }
+        self.taken.borrow_mut().insert(name.to_string());
+        Ok(data)
+    }
+
+    pub fn i32(&self, name: &str) -> Result<&[i32], ModelError> {
+        let (_, data) = self
+            .i32s
+            .get(name)
+            .ok_or_else(|| ModelError::meta(format!("tensor {name:?} is missing (or not I32)")))?;
+        self.taken.borrow_mut().insert(name.to_string());
+        Ok(data)
+    }
+
+    /// Fails if the file holds tensors the architecture did not use: a sign of a mismatched file.
+    pub fn expect_no_extra(&self, kind: &str) -> Result<(), ModelError> {
+        let taken = self.taken.borrow();
+        let extra: Vec<&String> = self
+            .f32s
+            .keys()
+            .chain(self.i32s.keys())
+            .filter(|n| !taken.contains(*n))
+            .collect();
+        if extra.is_empty() {
+            Ok(())
+        } else {
+            Err(ModelError::meta(format!(
+                "unexpected tensors for a {kind} model: {extra:?}"
+            )))
+        }
+    }
+}
+
+impl Default for TensorMap {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Net {
+    Lstm(Lstm),
+    Transformer(Transformer),
+    Feedforward(Feedforward),
+    Forest(Forest),
+}
+
+/// A loaded, validated model.
+#[derive(Clone, Debug)]
+pub struct Model {
+    pub meta: ModelMeta,
+    net: Net,
+}
+
+impl Model {
+    /// Loads `dir/model.json` and `dir/model.safetensors`.
+    pub fn load(dir: &Path) -> Result<Model, ModelError> {
+        let meta_path = dir.join(META_FILE);
+        let weights_path = dir.join(WEIGHTS_FILE);
+        if !dir.is_dir() {
+            return Err(ModelError::at(dir, "model directory not found"));
+        }
+        let text = std::fs::read_to_string(&meta_path)
+            .map_err(|e| ModelError::at(&meta_path, format!("cannot read: {e}")))?;
+        let meta: ModelMeta = serde_json::from_str(&text).map_err(|e| {
+            ModelError::at(&meta_path, format!("not a valid model description: {e}"))
+        })?;
+        let bytes = std::fs::read(&weights_path)
+            .map_err(|e| ModelError::at(&weights_path, format!("cannot read: {e}")))?;
+        let tensors =
+            TensorMap::from_safetensors(&bytes).map_err(|e| ModelError::at(&weights_path, e))?;
+        Model::from_parts(meta, &tensors).map_err(|e| ModelError::at(&weights_path, e.message))
+    }
+
+    /// Builds a model from its description and weights (used by the trainer and the importer).
+    pub fn from_parts(meta: ModelMeta, t: &TensorMap) -> Result<Model, ModelError> {
+        if meta.format != FORMAT {
+            return Err(ModelError::meta(format!(
+                "format {:?} is not {FORMAT:?}",
+                meta.format
+            )));
+        }
+        if meta.features != FEATURES {
+            return Err(ModelError::meta(format!(
+                "features {:?} differ from {FEATURES:?}",
+                meta.features
+            )));
+        }
+        let n = &meta.normalization;
+        if n.mean.len() != N_FEATURES
+            || n.std.len() != N_FEATURES
+            || n.mean.iter().chain(&n.std).any(|v| !v.is_finite())
+        {
+            return Err(ModelError::meta(
+                "normalization must hold 10 finite means and stds".into(),
+            ));
+        }
+        if meta.window == 0 || meta.window > 10_000 {
+            return Err(ModelError::meta(format!(
+                "window {} is out of range",
+                meta.window
+            )));
+        }
+        if !meta.threshold.is_finite() {
+            return Err(ModelError::meta("threshold is not finite".into()));
+        }
+        let w = meta.window;
+        let net = match &meta.architecture {
+            Architecture::Lstm { hidden, layers, .. } => {
+                Net::Lstm(Lstm::load(t, N_FEATURES, *hidden, *layers)?)
+            }
+            Architecture::Transformer {
+                d_model,
+                heads,
+                layers,
+                ff_dim,
+                ..
+            } => Net::Transformer(Transformer::load(
+                t, N_FEATURES, w, *d_model, *heads, *layers, *ff_dim,
+            )?),
+            Architecture::Feedforward { hidden, .. } => {
+                Net::Feedforward(Feedforward::load(t, w * N_FEATURES, hidden)?)
+            }
+            Architecture::Forest { .. } => Net::Forest(Forest::load(t, forest_input_len(w))?),
+        };
+        Ok(Model { meta, net })
+    }
+
+    pub fn window(&self) -> usize {
+        self.meta.window
+    }
+
+    /// A predictor with its own window and scratch memory: no allocation per decision.
+    pub fn predictor(&self) -> Predictor {
+        let w = self.window();
+        let scratch = match &self.net {
+            Net::Lstm(m) => m.scratch(w),
+            Net::Transformer(m) => m.scratch(w),
+            Net::Feedforward(m) => m.scratch(),
+            Net::Forest(_) => Vec::with_capacity(forest_input_len(w)),
+        };
+        Predictor {
+            model: self.clone(),
+            window: std::collections::VecDeque::with_capacity(w),
+            flat: vec![0.0; w * N_FEATURES],
+            scratch,
+        }
+    }
+
+    /// Output for one window of normalised rows (oldest first); `window.len()` must be `self.window()`.
+    pub fn predict_normalized(
+        &self,
+        window: &[FeatureVector],
+        scratch: &mut Vec<f32>,
+        flat: &mut [f32],
+    ) -> f32 {
+        let w = self.window();
+        assert_eq!(window.len(), w, "window length");
+        if let Net::Forest(forest) = &self.net {
+            forest_inputs(window, scratch);
+            return forest.predict(scratch);
+        }
+        for (t, row) in window.iter().enumerate() {
+            flat[t * N_FEATURES..(t + 1) * N_FEATURES].copy_from_slice(row);
+        }
+        match &self.net {
+            Net::Lstm(m) => m.forward(flat, w, scratch),
+            Net::Transformer(m) => m.forward(flat, w, scratch),
+            Net::Feedforward(m) => m.forward(flat, scratch),
+            Net::Forest(_) => unreachable!("handled above"),
+        }
+    }
+}
+
+/// Length of the forest's input vector for a window of `w` samples.
+pub fn forest_input_len(w: usize) -> usize {
+    w * N_FEATURES + N_FEATURES * crate::features::WINDOW_STATS.len()
+}
+
+/// Feeds samples one at a time, as the seed's NeuroGC did each interval.
+pub struct Predictor {
+    model: Model,
+    window: std::collections::VecDeque<FeatureVector>,
+    flat: Vec<f32>,
+    scratch: Vec<f32>,
+}
+
+impl Predictor {
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    /// Appends one raw sample; returns the output once the window is full.
+    pub fn push(&mut self, raw: FeatureVector) -> Option<f32> {
+        let mut x = raw;
+        self.model.meta.normalization.apply(&mut x);
+        if self.window.len() == self.model.window() {
+            self.window.pop_front();
+        }
+        self.window.push_back(x);
+        if self.window.len() < self.model.window() {
+            return None;
+        }
+        let rows: &[FeatureVector] = self.window.make_contiguous();
+        Some(
+            self.model
+                .predict_normalized(rows, &mut self.scratch, &mut self.flat),
+        )
+    }
+}

@@ -1,0 +1,204 @@
+//! Sample CSVs in, feature rows out: ours and the seed's (the same first eleven columns).
+//!
+//! Strict on purpose: a missing column, a non-numeric or NaN value, an empty (unmeasured) value
+//! is an error naming file, line and column. The one exception is a truncated last line — what a
+//! crash mid-write leaves — which is skipped with a warning.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use neurogc_model::{FeatureVector, FEATURES, N_FEATURES};
+use sha2::{Digest, Sha256};
+
+/// One CSV file's rows, in file (time) order.
+#[derive(Clone, Debug)]
+pub struct Series {
+    pub path: PathBuf,
+    pub sha256: String,
+    pub rows: Vec<FeatureVector>,
+    /// Warnings (a skipped truncated last line).
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug)]
+pub struct DataError(pub String);
+
+impl fmt::Display for DataError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for DataError {}
+
+/// Reads one CSV file.
+pub fn load_csv(path: &Path) -> Result<Series, DataError> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| DataError(format!("{}: cannot read: {e}", path.display())))?;
+    parse_csv(path, &bytes)
+}
+
+pub fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Series, DataError> {
+    let name = path.display();
+    let sha256 = format!("{:x}", Sha256::digest(bytes));
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| DataError(format!("{name}: not UTF-8 text: {e}")))?;
+    let ends_with_newline = text.ends_with('\n');
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_reader(text.as_bytes());
+    let header = reader
+        .headers()
+        .map_err(|e| DataError(format!("{name}: cannot read the header: {e}")))?
+        .clone();
+    let mut index = [0usize; N_FEATURES];
+    for (slot, feature) in index.iter_mut().zip(FEATURES) {
+        *slot = header
+            .iter()
+            .position(|h| h.trim() == feature)
+            .ok_or_else(|| {
+                DataError(format!(
+                    "{name}: missing column {feature:?} (the header has: {})",
+                    header.iter().collect::<Vec<_>>().join(", ")
+                ))
+            })?;
+    }
+    let records: Vec<csv::StringRecord> = reader
+        .records()
+        .collect::<Result<_, _>>()
+        .map_err(|e| DataError(format!("{name}: {e}")))?;
+    let mut rows = Vec::with_capacity(records.len());
+    let mut warnings = Vec::new();
+    let last = records.len().saturating_sub(1);
+    for (i, record) in records.iter().enumerate() {
+        // Line numbers as an editor shows them: the header is line 1.
+        let line = record.position().map_or(i as u64 + 2, |p| p.line());
+        if record.len() < header.len() {
+            if i == last && !ends_with_newline {
+                warnings.push(format!(
+                    "{name}:{line}: skipped a truncated last line ({} of {} fields; a crash mid-write?)",
+                    record.len(),
+                    header.len()
+                ));
+                continue;
+            }
+            return Err(DataError(format!(
+                "{name}:{line}: {} fields where the header has {}",
+                record.len(),
+                header.len()
+            )));
+        }
+        let mut row = [0f32; N_FEATURES];
+        for (f, (&col, feature)) in index.iter().zip(FEATURES).enumerate() {
+            row[f] = parse_value(record.get(col).unwrap_or(""), feature == "gc_triggered")
+                .map_err(|why| DataError(format!("{name}:{line}: column {feature:?}: {why}")))?;
+        }
+        rows.push(row);
+    }
+    Ok(Series {
+        path: path.to_path_buf(),
+        sha256,
+        rows,
+        warnings,
+    })
+}
+
+fn parse_value(text: &str, boolean: bool) -> Result<f32, String> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Err("empty value (unmeasured); remove the row or fill it in".into());
+    }
+    if boolean {
+        return match t {
+            "True" | "true" | "1" | "1.0" => Ok(1.0),
+            "False" | "false" | "0" | "0.0" => Ok(0.0),
+            other => Err(format!("{other:?} is not a boolean (True/False/1/0)")),
+        };
+    }
+    let v: f64 = t.parse().map_err(|_| format!("{t:?} is not a number"))?;
+    if v.is_nan() {
+        return Err("NaN".into());
+    }
+    if !v.is_finite() || v.abs() > f32::MAX as f64 {
+        return Err(format!("{t} is not finite in f32"));
+    }
+    Ok(v as f32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str =
+        "time,cpu,mem,disk_read,disk_write,net_sent,net_recv,rps,p95,p99,gc_triggered\n";
+
+    fn parse(text: &str) -> Result<Series, String> {
+        parse_csv(Path::new("x.csv"), text.as_bytes()).map_err(|e| e.0)
+    }
+
+    #[test]
+    fn reads_seed_rows_with_boolean_gc() {
+        let s = parse(&format!(
+            "{HEADER}1,2,3,4,5,6,7,8,9,10,True\n1,2,3,4,5,6,7,8,9,10,False\n"
+        ))
+        .unwrap();
+        assert_eq!(s.rows.len(), 2);
+        assert_eq!(
+            s.rows[0],
+            [2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 1.0]
+        );
+        assert_eq!(s.rows[1][9], 0.0);
+    }
+
+    #[test]
+    fn errors_name_file_line_and_column() {
+        let cases = [
+            ("time,cpu\n1,2\n", "x.csv: missing column \"mem\""),
+            (
+                &format!("{HEADER}1,2,3,4,5,6,7,8,9,10,True\n1,abc,3,4,5,6,7,8,9,10,True\n"),
+                "x.csv:3: column \"cpu\": \"abc\" is not a number",
+            ),
+            (
+                &format!("{HEADER}1,2,NaN,4,5,6,7,8,9,10,True\n"),
+                "x.csv:2: column \"mem\": NaN",
+            ),
+            (
+                &format!("{HEADER}1,2,3,,5,6,7,8,9,10,True\n"),
+                "x.csv:2: column \"disk_read\": empty value",
+            ),
+            (
+                &format!("{HEADER}1,2,3,4,5,6,7,8,9,10,maybe\n"),
+                "column \"gc_triggered\": \"maybe\" is not a boolean",
+            ),
+            (
+                &format!("{HEADER}1,2,3\n1,2,3,4,5,6,7,8,9,10,True\n"),
+                "x.csv:2: 3 fields where the header has 11",
+            ),
+        ];
+        for (text, expected) in cases {
+            let err = parse(text).unwrap_err();
+            assert!(err.contains(expected), "{err}\nexpected: {expected}");
+        }
+    }
+
+    #[test]
+    fn truncated_last_line_is_skipped_with_a_warning() {
+        let s = parse(&format!("{HEADER}1,2,3,4,5,6,7,8,9,10,True\n1,2,3,4,5")).unwrap();
+        assert_eq!(s.rows.len(), 1);
+        assert!(
+            s.warnings[0].contains("x.csv:3: skipped a truncated last line"),
+            "{:?}",
+            s.warnings
+        );
+    }
+
+    #[test]
+    fn reads_the_seeds_own_datasets() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/seed-neurogc");
+        for (file, rows) in [("training_data.csv", 57), ("more_training_data.csv", 191)] {
+            let s = load_csv(&dir.join(file)).unwrap();
+            assert_eq!(s.rows.len(), rows, "{file}");
+            assert!(s.warnings.is_empty());
+        }
+    }
+}

@@ -1,0 +1,285 @@
+//! Offline training for NeuroGC: `neurogc train` and `neurogc import-torch`.
+//!
+//! Reads sample CSVs ([`dataset`]), labels and windows them ([`windows`]), fits a candle network
+//! ([`nets`]) or a random forest ([`forest`]), checks that the agent's own inference reproduces
+//! the fitted model, and saves the model directory atomically ([`model_io`]).
+//! candle lives here only: the agent never links it.
+
+pub mod dataset;
+pub mod forest;
+pub mod import;
+pub mod model_io;
+pub mod nets;
+pub mod rng;
+pub mod train;
+pub mod windows;
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use clap::ValueEnum;
+use neurogc_model::{Architecture, Normalization, N_FEATURES};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Kind {
+    Lstm,
+    Transformer,
+    Feedforward,
+    Forest,
+}
+
+/// Train a model on sample CSVs (ours or the seed's).
+#[derive(clap::Args, Debug)]
+pub struct TrainArgs {
+    /// Sample CSV; repeat for more files (each is its own time series).
+    #[arg(long = "data", required = true, value_name = "FILE.csv")]
+    pub data: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value = "lstm")]
+    pub model: Kind,
+    /// Output model directory (model.json + model.safetensors).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Training target: `seed` (the seed's heuristic).
+    #[arg(long, default_value = "seed")]
+    pub target: String,
+    /// Samples per window [default: 10 for lstm/transformer, 20 for feedforward/forest].
+    #[arg(long)]
+    pub window: Option<usize>,
+    #[arg(long, default_value_t = 100)]
+    pub epochs: usize,
+    #[arg(long, default_value_t = 32)]
+    pub batch: usize,
+    #[arg(long, default_value_t = 1e-3)]
+    pub lr: f64,
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Share of each file's windows, at its end, held out for validation.
+    #[arg(long, default_value_t = 0.2)]
+    pub val_fraction: f64,
+    /// Trigger threshold stored with the model.
+    #[arg(long, default_value_t = 0.7)]
+    pub threshold: f32,
+    /// LSTM hidden size / Transformer d_model.
+    #[arg(long)]
+    pub hidden: Option<usize>,
+    /// LSTM or Transformer layers.
+    #[arg(long, default_value_t = 2)]
+    pub layers: usize,
+    #[arg(long, default_value_t = 0.2)]
+    pub dropout: f32,
+    #[arg(long, default_value_t = 4)]
+    pub heads: usize,
+    #[arg(long, default_value_t = 128)]
+    pub ff_dim: usize,
+    /// Feed-forward hidden sizes.
+    #[arg(long, value_delimiter = ',', default_value = "64,32,16,8")]
+    pub ff_hidden: Vec<usize>,
+    #[arg(long, default_value_t = 100)]
+    pub trees: usize,
+    #[arg(long, default_value_t = 12)]
+    pub max_depth: usize,
+    #[arg(long, default_value_t = 2)]
+    pub min_samples_leaf: usize,
+    /// Features tried per split [default: a third of the inputs].
+    #[arg(long)]
+    pub max_features: Option<usize>,
+    /// No progress bar.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+pub fn run_train(args: TrainArgs) -> Result<i32> {
+    let labeller = windows::labeller(&args.target).map_err(anyhow::Error::msg)?;
+    if !(0.0..1.0).contains(&args.val_fraction) {
+        bail!(
+            "--val-fraction must be in [0, 1), got {}",
+            args.val_fraction
+        );
+    }
+    if !(0.0..1.0).contains(&args.dropout) {
+        bail!("--dropout must be in [0, 1), got {}", args.dropout);
+    }
+    let window = args.window.unwrap_or(match args.model {
+        Kind::Lstm | Kind::Transformer => 10,
+        Kind::Feedforward | Kind::Forest => 20,
+    });
+    if window == 0 {
+        bail!("--window must be at least 1");
+    }
+    let architecture = match args.model {
+        Kind::Lstm => Architecture::Lstm {
+            hidden: args.hidden.unwrap_or(64),
+            layers: args.layers,
+            dropout: args.dropout,
+        },
+        Kind::Transformer => {
+            let d = args.hidden.unwrap_or(64);
+            if args.heads == 0 || !d.is_multiple_of(args.heads) {
+                bail!(
+                    "--hidden (d_model) {d} must be divisible by --heads {}",
+                    args.heads
+                );
+            }
+            Architecture::Transformer {
+                d_model: d,
+                heads: args.heads,
+                layers: args.layers,
+                ff_dim: args.ff_dim,
+                dropout: args.dropout,
+            }
+        }
+        Kind::Feedforward => Architecture::Feedforward {
+            hidden: args.ff_hidden.clone(),
+            dropout: args.dropout,
+        },
+        Kind::Forest => Architecture::Forest {
+            trees: args.trees,
+            max_depth: args.max_depth,
+            min_samples_leaf: args.min_samples_leaf.max(1),
+            max_features: args
+                .max_features
+                .unwrap_or((neurogc_model::model::forest_input_len(window) / 3).max(1)),
+        },
+    };
+    let series = args
+        .data
+        .iter()
+        .map(|p| dataset::load_csv(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    for s in &series {
+        for w in &s.warnings {
+            eprintln!("warning: {w}");
+        }
+    }
+    let config = train::TrainConfig {
+        architecture,
+        window,
+        epochs: args.epochs,
+        batch: args.batch,
+        lr: args.lr,
+        seed: args.seed,
+        val_fraction: args.val_fraction,
+        threshold: args.threshold,
+        out: args.out.clone(),
+        quiet: args.quiet,
+    };
+    let report = train::train(&series, labeller.as_ref(), &config)?;
+    for w in report.warnings.iter().filter(|w| !w.contains("truncated")) {
+        eprintln!("warning: {w}");
+    }
+    print_report(&report, &args.out);
+    Ok(0)
+}
+
+fn fmt_opt(v: Option<f64>) -> String {
+    v.map_or_else(|| "n/a".to_string(), |v| format!("{v:.4}"))
+}
+
+fn print_report(report: &train::TrainReport, out: &std::path::Path) {
+    let m = &report.meta.metrics;
+    let t = &report.meta.training;
+    println!(
+        "{} on {} training / {} validation windows of {}",
+        report.meta.architecture.name(),
+        t["train_windows"],
+        t["val_windows"],
+        report.meta.window
+    );
+    println!("  train loss (MSE)   {}", fmt_opt(m.train_loss));
+    println!("  val loss (MSE)     {}", fmt_opt(m.val_loss));
+    println!(
+        "  at threshold {}:   precision {}  recall {}  (validation positives {})",
+        report.meta.threshold,
+        fmt_opt(m.val_precision),
+        fmt_opt(m.val_recall),
+        m.val_positive_rate
+            .map_or("n/a".into(), |r| format!("{:.1} %", r * 100.0))
+    );
+    if let Some(mean) = mean_epoch(&report.epoch_seconds) {
+        println!("  time per epoch     {:.1} ms", mean * 1e3);
+    }
+    println!(
+        "  agent inference matches the trained model to {:.1e}",
+        report.parity_max_abs_diff
+    );
+    println!("saved {}", out.display());
+}
+
+fn mean_epoch(s: &[f64]) -> Option<f64> {
+    (!s.is_empty()).then(|| s.iter().sum::<f64>() / s.len() as f64)
+}
+
+/// Convert a PyTorch state_dict trained by the seed's code into a NeuroGC model.
+#[derive(clap::Args, Debug)]
+pub struct ImportArgs {
+    /// The `.pth` file (a state_dict saved with torch.save).
+    pub file: PathBuf,
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Training CSV(s) the model was trained on: the z-score statistics come from them.
+    #[arg(long = "data", value_name = "FILE.csv")]
+    pub data: Vec<PathBuf>,
+    /// Explicit means (10, comma-separated), with --std, instead of --data.
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
+    pub mean: Vec<f32>,
+    #[arg(long, value_delimiter = ',')]
+    pub std: Vec<f32>,
+    /// Key of the state_dict inside a checkpoint dict (e.g. model_state_dict).
+    #[arg(long)]
+    pub key: Option<String>,
+    #[arg(long, default_value_t = 0.7)]
+    pub threshold: f32,
+    /// Samples per window [default: 10, or what a feed-forward input size implies].
+    #[arg(long)]
+    pub window: Option<usize>,
+}
+
+pub fn run_import(args: ImportArgs) -> Result<i32> {
+    let normalization = match (args.data.is_empty(), args.mean.is_empty() && args.std.is_empty()) {
+        (false, true) => {
+            let series = args.data.iter().map(|p| dataset::load_csv(p)).collect::<Result<Vec<_>, _>>()?;
+            let rows: Vec<_> = series.iter().flat_map(|s| s.rows.iter().copied()).collect();
+            normalization_of(&rows)
+        }
+        (true, false) => {
+            if args.mean.len() != N_FEATURES || args.std.len() != N_FEATURES {
+                bail!("--mean and --std need {N_FEATURES} values each (got {} and {})", args.mean.len(), args.std.len());
+            }
+            Normalization { mean: args.mean.clone(), std: args.std.clone() }
+        }
+        (true, true) => bail!("give the training CSV(s) with --data (for the z-score statistics), or --mean and --std"),
+        (false, false) => bail!("give either --data or --mean/--std, not both"),
+    };
+    let meta = import::import(
+        &args.file,
+        &args.out,
+        import::ImportOptions {
+            key: args.key.as_deref(),
+            normalization,
+            threshold: args.threshold,
+            window: args.window,
+            dropout: 0.0,
+        },
+    )?;
+    println!(
+        "imported {} ({}) -> {}",
+        args.file.display(),
+        meta.architecture.name(),
+        args.out.display()
+    );
+    Ok(0)
+}
+
+/// z-score statistics over all rows (sample std), as the seed normalised its training set.
+pub fn normalization_of(rows: &[neurogc_model::FeatureVector]) -> Normalization {
+    let n = rows.len() as f64;
+    let mut mean = vec![0f32; N_FEATURES];
+    let mut std = vec![0f32; N_FEATURES];
+    for f in 0..N_FEATURES {
+        let m = rows.iter().map(|r| r[f] as f64).sum::<f64>() / n;
+        let var = rows.iter().map(|r| (r[f] as f64 - m).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+        mean[f] = m as f32;
+        std[f] = var.sqrt() as f32;
+    }
+    Normalization { mean, std }
+}

@@ -1,0 +1,206 @@
+//! From rows to training examples: labelling, time-ordered split, normalisation, windows.
+
+use neurogc_model::{FeatureVector, Normalization, N_FEATURES};
+
+use crate::dataset::Series;
+
+/// Turns a series into one target per row. Pluggable: an outcome-based labeller comes next.
+pub trait Labeller {
+    fn name(&self) -> &str;
+    /// Target for the window ending at `rows[end]` (raw, not normalised, values).
+    fn label(&self, rows: &[FeatureVector], end: usize) -> f32;
+}
+
+/// The seed's heuristic: `clip(0.4·mem/100 + 0.3·cpu/100 + 0.3·(1 − 0.5·gc_triggered), 0, 1)`,
+/// on the window's last sample.
+pub struct SeedTarget;
+
+impl Labeller for SeedTarget {
+    fn name(&self) -> &str {
+        "seed"
+    }
+    fn label(&self, rows: &[FeatureVector], end: usize) -> f32 {
+        let r = &rows[end];
+        let (cpu, mem, gc) = (r[0], r[1], r[9]);
+        (0.4 * mem / 100.0 + 0.3 * cpu / 100.0 + 0.3 * (1.0 - 0.5 * gc)).clamp(0.0, 1.0)
+    }
+}
+
+pub fn labeller(name: &str) -> Result<Box<dyn Labeller>, String> {
+    match name {
+        "seed" => Ok(Box::new(SeedTarget)),
+        other => Err(format!("unknown target {other:?}; known: seed")),
+    }
+}
+
+/// Training examples: windows of normalised rows and their targets.
+#[derive(Clone, Debug, Default)]
+pub struct Examples {
+    /// `len × window × N_FEATURES`, flattened.
+    pub x: Vec<f32>,
+    pub y: Vec<f32>,
+    pub window: usize,
+}
+
+impl Examples {
+    pub fn len(&self) -> usize {
+        self.y.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.y.is_empty()
+    }
+    pub fn window_rows(&self, i: usize) -> Vec<FeatureVector> {
+        let stride = self.window * N_FEATURES;
+        self.x[i * stride..(i + 1) * stride]
+            .chunks_exact(N_FEATURES)
+            .map(|c| c.try_into().expect("N_FEATURES"))
+            .collect()
+    }
+}
+
+/// The prepared data set.
+pub struct Prepared {
+    pub normalization: Normalization,
+    pub train: Examples,
+    pub val: Examples,
+}
+
+/// Splits every series in time order (the first `1 − val_fraction` of its windows train), fits
+/// the z-score statistics on the training rows only, and builds windows that never cross files.
+pub fn prepare(
+    series: &[Series],
+    window: usize,
+    val_fraction: f64,
+    labeller: &dyn Labeller,
+) -> Result<Prepared, String> {
+    let mut spans = Vec::new();
+    for s in series {
+        if s.rows.len() < window {
+            return Err(format!(
+                "{}: {} rows, fewer than one window of {window}",
+                s.path.display(),
+                s.rows.len()
+            ));
+        }
+        let windows = s.rows.len() - window + 1;
+        let n_val = ((windows as f64) * val_fraction).round() as usize;
+        let n_train = windows - n_val.min(windows);
+        spans.push((s, n_train, windows));
+    }
+    if spans.iter().all(|(_, n_train, _)| *n_train == 0) {
+        return Err("no training windows left after the validation split".into());
+    }
+    // Statistics over rows that appear in training windows only.
+    let mut sum = [0f64; N_FEATURES];
+    let mut sq = [0f64; N_FEATURES];
+    let mut n = 0f64;
+    for (s, n_train, _) in &spans {
+        let rows_used = if *n_train == 0 {
+            0
+        } else {
+            n_train + window - 1
+        };
+        for row in &s.rows[..rows_used] {
+            for f in 0..N_FEATURES {
+                sum[f] += row[f] as f64;
+                sq[f] += (row[f] as f64).powi(2);
+            }
+            n += 1.0;
+        }
+    }
+    let mean: Vec<f32> = sum.iter().map(|s| (s / n) as f32).collect();
+    let std: Vec<f32> = sq
+        .iter()
+        .zip(&sum)
+        .map(|(q, s)| {
+            let var = (q / n - (s / n).powi(2)).max(0.0);
+            // Sample std (ddof=1) as numpy/torch users compute it.
+            (var * n / (n - 1.0).max(1.0)).sqrt() as f32
+        })
+        .collect();
+    let normalization = Normalization { mean, std };
+    let mut train = Examples {
+        window,
+        ..Default::default()
+    };
+    let mut val = Examples {
+        window,
+        ..Default::default()
+    };
+    for (s, n_train, windows) in &spans {
+        let normed: Vec<FeatureVector> = s
+            .rows
+            .iter()
+            .map(|r| {
+                let mut x = *r;
+                normalization.apply(&mut x);
+                x
+            })
+            .collect();
+        for start in 0..*windows {
+            let end = start + window - 1;
+            let target = if start < *n_train {
+                &mut train
+            } else {
+                &mut val
+            };
+            for row in &normed[start..=end] {
+                target.x.extend_from_slice(row);
+            }
+            target.y.push(labeller.label(&s.rows, end));
+        }
+    }
+    Ok(Prepared {
+        normalization,
+        train,
+        val,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn series(n: usize) -> Series {
+        Series {
+            path: PathBuf::from("s.csv"),
+            sha256: String::new(),
+            rows: (0..n)
+                .map(|i| [i as f32, 50.0, 0., 0., 0., 0., 0., 0., 0., (i % 2) as f32])
+                .collect(),
+            warnings: vec![],
+        }
+    }
+
+    #[test]
+    fn seed_target_formula() {
+        let rows = vec![[50.0, 60.0, 0., 0., 0., 0., 0., 0., 0., 1.0]];
+        let y = SeedTarget.label(&rows, 0);
+        assert!((y - (0.4 * 0.6 + 0.3 * 0.5 + 0.3 * 0.5)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn split_is_in_time_order_and_stats_come_from_training_rows() {
+        let p = prepare(&[series(30)], 10, 0.2, &SeedTarget).unwrap();
+        // 21 windows: 17 train, 4 validation (the last ones).
+        assert_eq!((p.train.len(), p.val.len()), (17, 4));
+        // Training rows are 0..=25: mean of cpu = 12.5.
+        assert!((p.normalization.mean[0] - 12.5).abs() < 1e-4);
+        assert_eq!(p.normalization.std[1], 0.0, "a constant column has std 0");
+        // The first validation window ends at row 26.
+        let last_row = p.val.window_rows(0)[9];
+        assert!(
+            (last_row[0] * p.normalization.std[0] + p.normalization.mean[0] - 26.0).abs() < 1e-3
+        );
+    }
+
+    #[test]
+    fn too_few_rows_is_an_error_naming_the_file() {
+        let err = prepare(&[series(5)], 10, 0.2, &SeedTarget).err().unwrap();
+        assert!(
+            err.contains("s.csv: 5 rows, fewer than one window of 10"),
+            "{err}"
+        );
+    }
+}
