@@ -27,7 +27,7 @@ pub struct ImportOptions<'a> {
 pub fn read_state_dict(
     path: &Path,
     key: Option<&str>,
-) -> Result<Vec<(String, Vec<usize>, Vec<f32>)>> {
+) -> Result<Vec<NamedTensor>> {
     let tensors = candle_core::pickle::read_all_with_key(path, key).with_context(|| {
         format!(
             "{}: not a PyTorch state_dict file (torch.save(model.state_dict()))",
