@@ -86,12 +86,14 @@ for REP in $(seq "$REPS"); do
   measure locust_fast throughput env LOCUST_CLIENT=fast $LOCUST -u "$CONNS" -r 1000 -t "${DUR}s" --csv "$WORK/locust_fast" Bench
   measure neurogc_open open "$NEUROGC" load --host "$URL" --tasks bench/load/health.toml \
     --rate "$OPEN_RATE" --run-time "${DUR}s" --quiet --json-out "$WORK/neurogc_open.jsonl"
+  tail -1 "$WORK/neurogc_open.jsonl" | python3 -c 'import json,sys; s=json.load(sys.stdin); a=[r for r in s["rows"] if r["task"]=="all"][0]
+print(s["dropped"], s["late_starts"], a["p50_ms"], a["p99_ms"])' >>"$WORK/open_extra.tsv"
   measure neurogc_seed seed "$NEUROGC" load --host "$URL" -u 100 -r 10 --run-time "${SEED_DUR}s" \
     --quiet --json-out "$WORK/neurogc_seed.jsonl"
   measure locust_seed seed $LOCUST -u 100 -r 10 -t "${SEED_DUR}s" --csv "$WORK/locust_seed" SeedLoad
 done
 
-python3 bench/load/summarize.py "$WORK/runs.tsv" \
+python3 bench/load/summarize.py "$WORK/runs.tsv" --open-extra "$WORK/open_extra.tsv" \
   --command "bash bench/load/run.sh  (REPS=$REPS DUR=$DUR SEED_DUR=$SEED_DUR CONNS=$CONNS OPEN_RATE=$OPEN_RATE)" \
   --dur "$DUR" --seed-dur "$SEED_DUR" --conns "$CONNS" --open-rate "$OPEN_RATE" \
   --versions "neurogc $(git rev-parse --short HEAD); $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2); $("$VENV/bin/locust" --version 2>&1 | cut -d' ' -f1-2)" \

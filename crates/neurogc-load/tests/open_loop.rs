@@ -157,3 +157,29 @@ fn in_flight_cap_drops_and_counts() {
     assert_eq!(all.requests + all.dropped, 50);
     assert!(all.p50_ms.unwrap() >= 2000.0);
 }
+
+#[test]
+fn late_starts_are_counted_against_the_threshold() {
+    let server = Server::start(Behavior::default());
+    // With a zero threshold every dispatch is late (it cannot happen before its intended time);
+    // with the default 10 ms almost none is on an idle generator.
+    let strict = run_load(&[
+        "--host",
+        &server.url,
+        "--rate",
+        "200",
+        "--run-time",
+        "1s",
+        "--late-threshold",
+        "0ms",
+    ]);
+    let all = strict.total(&server.url, "all");
+    assert_eq!(all.late_starts, all.requests);
+    assert_eq!(strict.summary.late_starts, 200);
+    let normal = run_load(&["--host", &server.url, "--rate", "200", "--run-time", "1s"]);
+    assert!(
+        normal.summary.late_starts < 20,
+        "{}",
+        normal.summary.late_starts
+    );
+}
