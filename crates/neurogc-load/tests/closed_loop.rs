@@ -6,18 +6,10 @@ use common::{run_load, Behavior, Server};
 #[test]
 fn task_weights_are_respected_within_four_sigma() {
     let server = Server::start(Behavior::default());
-    let out = run_load(&[
-        "--host",
-        &server.url,
-        "-u",
-        "2",
-        "-r",
-        "100",
-        "--wait",
-        "0,0",
-        "--run-time",
-        "2s",
-    ]);
+    let out = run_load(&format!(
+        "--host {} -u 2 -r 100 --wait 0,0 --run-time 2s",
+        server.url
+    ));
     let total = out.total(&server.url, "all").requests as f64;
     assert!(total > 2000.0, "only {total} requests");
     let weights = [
@@ -48,18 +40,10 @@ fn task_weights_are_respected_within_four_sigma() {
 #[test]
 fn users_ramp_at_the_spawn_rate() {
     let server = Server::start(Behavior::default());
-    let out = run_load(&[
-        "--host",
-        &server.url,
-        "-u",
-        "8",
-        "-r",
-        "4",
-        "--wait",
-        "0.05,0.1",
-        "--run-time",
-        "3.5s",
-    ]);
+    let out = run_load(&format!(
+        "--host {} -u 8 -r 4 --wait 0.05,0.1 --run-time 3.5s",
+        server.url
+    ));
     // Users at the end of each second: k starts at k/4 s, so ~4 per second then capped at 8.
     let users: Vec<u64> = out
         .seconds
@@ -114,22 +98,11 @@ fn failures_are_counted_by_kind() {
         "#,
     )
     .unwrap();
-    let out = run_load(&[
-        "--host",
-        &server.url,
-        "-u",
-        "4",
-        "-r",
-        "100",
-        "--wait",
-        "0.01,0.02",
-        "--run-time",
-        "2s",
-        "--timeout",
-        "300ms",
-        "--tasks",
-        tasks.to_str().unwrap(),
-    ]);
+    let out = run_load(&format!(
+        "--host {} -u 4 -r 100 --wait 0.01,0.02 --run-time 2s --timeout 300ms --tasks {}",
+        server.url,
+        tasks.to_str().unwrap()
+    ));
     let row = |t| out.total(&server.url, t);
     assert_eq!(row("/ok").failures, 0);
     assert!(row("/ok").requests > 0);
@@ -160,16 +133,10 @@ fn a_server_that_goes_away_mid_run_shows_as_connect_failures() {
         std::thread::sleep(std::time::Duration::from_millis(1000));
         server.stop();
     });
-    let out = run_load(&[
-        "--host",
-        &url,
-        "--rate",
-        "100",
-        "--run-time",
-        "2s",
-        "--timeout",
-        "1s",
-    ]);
+    let out = run_load(&format!(
+        "--host {} --rate 100 --run-time 2s --timeout 1s",
+        url
+    ));
     stopper.join().unwrap();
     let all = out.total(&url, "all");
     let connect = all.failures_by_kind.get("connect").copied().unwrap_or(0);

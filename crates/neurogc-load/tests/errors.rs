@@ -40,16 +40,11 @@ fn hdr_out_writes_interval_logs_that_add_up() {
 
     let server = Server::start(Behavior::default());
     let dir = temp_dir("hdr");
-    let out = common::run_load(&[
-        "--host",
-        &server.url,
-        "--rate",
-        "300",
-        "--run-time",
-        "2s",
-        "--hdr-out",
-        dir.to_str().unwrap(),
-    ]);
+    let out = common::run_load(&format!(
+        "--host {} --rate 300 --run-time 2s --hdr-out {}",
+        server.url,
+        dir.to_str().unwrap()
+    ));
     let port = server.url.rsplit(':').next().unwrap();
     let log = std::fs::read(dir.join(format!("127.0.0.1_{port}.hlog"))).unwrap();
     let mut de = Deserializer::new();

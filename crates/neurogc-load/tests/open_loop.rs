@@ -10,16 +10,10 @@ use common::{run_load, Behavior, Server};
 fn achieved_rate_is_within_one_percent_on_every_host_with_the_same_schedule() {
     let a = Server::start(Behavior::default());
     let b = Server::start(Behavior::default());
-    let out = run_load(&[
-        "--host",
-        &a.url,
-        "--host",
-        &b.url,
-        "--rate",
-        "1000",
-        "--run-time",
-        "3s",
-    ]);
+    let out = run_load(&format!(
+        "--host {} --host {} --rate 1000 --run-time 3s",
+        a.url, b.url
+    ));
     let s = &out.summary;
     assert_eq!(s.mode, "open");
     assert_eq!(s.target_rate, Some(1000.0));
@@ -75,7 +69,7 @@ fn open_loop_p99_sees_a_200ms_stall_every_2s_that_closed_loop_hides() {
         stall: Some((Duration::from_secs(2), Duration::from_millis(200))),
     });
 
-    let open = run_load(&["--host", &server.url, "--rate", "200", "--run-time", "5s"]);
+    let open = run_load(&format!("--host {} --rate 200 --run-time 5s", server.url));
     let open_all = open.total(&server.url, "all");
     assert_eq!(open_all.failures, 0);
     let open_p99 = open_all.p99_ms.unwrap();
@@ -86,18 +80,10 @@ fn open_loop_p99_sees_a_200ms_stall_every_2s_that_closed_loop_hides() {
 
     // Two users with no think time: during a stall only the two in-flight requests wait; the
     // thousands sent between stalls are fast, so the percentiles hide the stall.
-    let closed = run_load(&[
-        "--host",
-        &server.url,
-        "-u",
-        "2",
-        "-r",
-        "100",
-        "--wait",
-        "0,0",
-        "--run-time",
-        "5s",
-    ]);
+    let closed = run_load(&format!(
+        "--host {} -u 2 -r 100 --wait 0,0 --run-time 5s",
+        server.url
+    ));
     let closed_all = closed.total(&server.url, "all");
     let (closed_p99, closed_max) = (closed_all.p99_ms.unwrap(), closed_all.max_ms.unwrap());
     assert!(
@@ -114,16 +100,10 @@ fn open_loop_p99_sees_a_200ms_stall_every_2s_that_closed_loop_hides() {
 #[test]
 fn poisson_arrivals_average_the_target_rate() {
     let server = Server::start(Behavior::default());
-    let out = run_load(&[
-        "--host",
-        &server.url,
-        "--rate",
-        "500",
-        "--arrivals",
-        "poisson",
-        "--run-time",
-        "4s",
-    ]);
+    let out = run_load(&format!(
+        "--host {} --rate 500 --arrivals poisson --run-time 4s",
+        server.url
+    ));
     // 2000 expected arrivals; a Poisson count has sd sqrt(2000) ≈ 45: allow 4 sigma.
     let n = out.total(&server.url, "all").requests as f64;
     assert!((n - 2000.0).abs() < 180.0, "{n} requests");
@@ -136,20 +116,11 @@ fn in_flight_cap_drops_and_counts() {
     let dir = common::temp_dir("tasks");
     let tasks = dir.join("slow.toml");
     std::fs::write(&tasks, "[[task]]\npath = \"/slow\"\n").unwrap();
-    let out = run_load(&[
-        "--host",
-        &server.url,
-        "--rate",
-        "50",
-        "--run-time",
-        "1s",
-        "--max-in-flight",
-        "10",
-        "--tasks",
-        tasks.to_str().unwrap(),
-        "--timeout",
-        "5s",
-    ]);
+    let out = run_load(&format!(
+        "--host {} --rate 50 --run-time 1s --max-in-flight 10 --tasks {} --timeout 5s",
+        server.url,
+        tasks.to_str().unwrap()
+    ));
     let all = out.total(&server.url, "all");
     // Every arrival is either sent (and completes: /slow answers in 2 s) or dropped — none lost.
     assert_eq!(all.requests, 10);
@@ -163,20 +134,14 @@ fn late_starts_are_counted_against_the_threshold() {
     let server = Server::start(Behavior::default());
     // With a zero threshold every dispatch is late (it cannot happen before its intended time);
     // with the default 10 ms almost none is on an idle generator.
-    let strict = run_load(&[
-        "--host",
-        &server.url,
-        "--rate",
-        "200",
-        "--run-time",
-        "1s",
-        "--late-threshold",
-        "0ms",
-    ]);
+    let strict = run_load(&format!(
+        "--host {} --rate 200 --run-time 1s --late-threshold 0ms",
+        server.url
+    ));
     let all = strict.total(&server.url, "all");
     assert_eq!(all.late_starts, all.requests);
     assert_eq!(strict.summary.late_starts, 200);
-    let normal = run_load(&["--host", &server.url, "--rate", "200", "--run-time", "1s"]);
+    let normal = run_load(&format!("--host {} --rate 200 --run-time 1s", server.url));
     assert!(
         normal.summary.late_starts < 20,
         "{}",

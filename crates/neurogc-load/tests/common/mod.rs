@@ -190,11 +190,12 @@ impl Output {
     }
 }
 
-/// Runs `neurogc load` with `argv` plus `--quiet --json-out FILE` and parses what it wrote.
-pub fn run_load(argv: &[&str]) -> Output {
+/// Runs `neurogc load` with `flags` (split on whitespace) plus `--quiet --json-out FILE` and
+/// parses what it wrote.
+pub fn run_load(flags: &str) -> Output {
     let dir = temp_dir("json");
     let json = dir.join("out.jsonl");
-    let mut all: Vec<&str> = argv.to_vec();
+    let mut all: Vec<&str> = flags.split_whitespace().collect();
     let json_s = json.to_str().unwrap().to_string();
     all.extend(["--quiet", "--json-out", &json_s, "--seed", "12345"]);
     let cfg = neurogc_load::Config::from_args(parse(&all)).unwrap();
