@@ -1,0 +1,67 @@
+//! `neurogc dashboard` command-line arguments.
+
+use crate::server::Config;
+use crate::store::StoreConfig;
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct DashboardArgs {
+    /// Port to listen on (0 picks a free one and prints it).
+    #[arg(long, default_value_t = 8003)]
+    pub port: u16,
+
+    /// Address to listen on. Anything but a loopback address exposes the dashboard (and its
+    /// unauthenticated ingest) to the network.
+    #[arg(long, default_value = "127.0.0.1", value_name = "ADDR")]
+    pub bind: IpAddr,
+
+    /// Replay a recorded run into the page: a run directory (its sample CSVs, one server per
+    /// file) or one CSV (with a `server` column, as the seed's benchmark CSVs have).
+    #[arg(long, value_name = "PATH")]
+    pub replay: Option<PathBuf>,
+
+    /// Replay speed: 10 plays ten seconds of recording per second.
+    #[arg(long, default_value_t = 1.0, value_name = "FACTOR")]
+    pub speed: f64,
+
+    /// Seconds of samples kept per server (counted back from its newest sample).
+    #[arg(long, default_value_t = 600.0, value_name = "SECS")]
+    pub window: f64,
+
+    /// Samples kept per server at most.
+    #[arg(long, default_value_t = 20_000, value_name = "N")]
+    pub max_samples: usize,
+
+    /// Largest ingest request body, in bytes (larger ones get 413).
+    #[arg(long, default_value_t = 4 << 20, value_name = "BYTES")]
+    pub max_body: usize,
+}
+
+impl DashboardArgs {
+    /// Checks what clap cannot and turns the arguments into a server configuration.
+    pub fn config(&self) -> anyhow::Result<Config> {
+        if !(self.speed.is_finite() && self.speed > 0.0) {
+            anyhow::bail!("--speed must be a positive number, got {}", self.speed);
+        }
+        if !(self.window.is_finite() && self.window > 0.0) {
+            anyhow::bail!(
+                "--window must be a positive number of seconds, got {}",
+                self.window
+            );
+        }
+        if self.max_samples == 0 {
+            anyhow::bail!("--max-samples must be at least 1");
+        }
+        Ok(Config {
+            bind: self.bind,
+            port: self.port,
+            store: StoreConfig {
+                window_s: self.window,
+                max_per_server: self.max_samples,
+                ..StoreConfig::default()
+            },
+            max_body: self.max_body,
+        })
+    }
+}
