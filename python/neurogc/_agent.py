@@ -26,7 +26,13 @@ class Agent:
 
     @property
     def policy(self) -> str:
+        """The policy in force: the requested spec, or ``default`` if it could not start (a
+        model that failed to load, say; the reason is logged and in the first sample)."""
         return self._native.policy
+
+    @property
+    def requested_policy(self) -> str:
+        return self._native.requested_policy
 
     @property
     def interval(self) -> float:

@@ -8,7 +8,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use neurogc_core::csv_sink::{csv_path_for_process, CsvSink};
-use neurogc_core::policy::PolicySpec;
+use neurogc_core::policy::{Action, PolicySpec};
 use neurogc_core::process::ProcessReader;
 use neurogc_core::sample::{Sample, Value};
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
@@ -41,6 +41,8 @@ pub struct NativeAgent {
     state: Mutex<RunState>,
     csv_path: Mutex<Option<PathBuf>>,
     original: Mutex<Option<OriginalGc>>,
+    /// The policy actually in force: the spec, or `default` after a fallback.
+    effective_policy: Mutex<String>,
 }
 
 impl NativeAgent {
@@ -73,8 +75,23 @@ impl NativeAgent {
                 }
             }
         };
-        let mut policy = self.spec.build(&self.spec_text);
-        let actions = match start_policy(py, &shared, policy.as_mut(), &reader) {
+        // A model that cannot be used must not take the service down: fall back to `default`
+        // and say why, in the log and in the first sample.
+        let (mut policy, mut actions) = match self.spec.build(&self.spec_text) {
+            Ok(policy) => (policy, vec![]),
+            Err(reason) => {
+                let message = format!(
+                    "policy {:?} cannot start ({reason}); falling back to \"default\"",
+                    self.spec_text
+                );
+                crate::logging::warn(py, &message);
+                let fallback: Box<dyn neurogc_core::policy::Policy> =
+                    Box::new(neurogc_core::policy::DefaultPolicy::new("default"));
+                (fallback, vec![Action::new("fallback to default", message)])
+            }
+        };
+        *lock(&self.effective_policy) = policy.spec().to_string();
+        let started = match start_policy(py, &shared, policy.as_mut(), &reader) {
             Ok(actions) => actions,
             Err(e) => {
                 let _ = crate::pygc::PyGc::new(py, &shared)
@@ -85,6 +102,7 @@ impl NativeAgent {
                 )));
             }
         };
+        actions.extend(started);
         let now = Instant::now();
         let sampler = Sampler {
             shared: shared.clone(),
@@ -154,6 +172,7 @@ impl NativeAgent {
             state: Mutex::new(RunState::Created),
             csv_path: Mutex::new(None),
             original: Mutex::new(None),
+            effective_policy: Mutex::new(policy.trim().to_string()),
         })
     }
 
@@ -282,11 +301,18 @@ impl NativeAgent {
         let shared = self.shared();
         let totals = lock(&shared.totals).clone();
         let latest = lock(&shared.latest).clone();
-        neurogc_core::prometheus::render(&totals, latest.as_ref(), &self.spec_text)
+        neurogc_core::prometheus::render(&totals, latest.as_ref(), &lock(&self.effective_policy))
     }
 
+    /// The policy in force (`default` if the requested one fell back).
     #[getter]
-    fn policy(&self) -> &str {
+    fn policy(&self) -> String {
+        lock(&self.effective_policy).clone()
+    }
+
+    /// The policy spec as requested.
+    #[getter]
+    fn requested_policy(&self) -> &str {
         &self.spec_text
     }
 

@@ -43,7 +43,25 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    pub fn run(mut self) {
+    pub fn run(self) {
+        // One thread state for the thread's whole life: attach once, then run detached. Creating
+        // and deleting a thread state at every tick takes CPython's runtime HEAD_LOCK without the
+        // GIL, and a fork() landing then leaves it held in the child: CPython 3.11.7 and earlier
+        // deadlock in PyOS_AfterFork_Child (gh-112275). The inner attaches below reuse this state.
+        let mut sampler = Some(self);
+        let ran = Python::try_attach(|py| {
+            py.detach(|| {
+                if let Some(s) = sampler.take() {
+                    s.run_detached()
+                }
+            })
+        });
+        if ran.is_none() {
+            eprintln!("neurogc: the interpreter is shutting down; the sampler did not start");
+        }
+    }
+
+    fn run_detached(mut self) {
         let outcome = catch_unwind(AssertUnwindSafe(|| self.run_loop()));
         let interpreter = match outcome {
             Ok(Ok(interpreter)) => interpreter,
@@ -114,86 +132,41 @@ impl Sampler {
     /// A tick between samples (the guard's checks, a periodic collection).
     fn policy_tick(&mut self) -> Result<Interpreter, String> {
         let rss = neurogc_core::process::read_rss_bytes(&self.reader.proc_dir(std::process::id()));
-        let attached = Python::try_attach(|py| self.decide(py, rss).map(|_| ()));
+        let attached = Python::try_attach(|py| self.decide(py, rss));
         match attached {
             None => Ok(Interpreter::Gone),
             Some(r) => r.map(|_| Interpreter::Alive),
         }
     }
 
-    /// Lets the policy act; returns `gc.get_count()` and `gc.isenabled()` afterwards.
-    fn decide(&mut self, py: Python<'_>, rss: Option<u64>) -> Result<([i64; 3], bool), String> {
-        let mut gc = PyGc::new(py, &self.shared)?;
+    /// Lets the policy act at a tick between samples.
+    fn decide(&mut self, py: Python<'_>, rss: Option<u64>) -> Result<(), String> {
+        let shared = self.shared.clone();
+        let mut gc = PyGc::new(py, &shared)?;
         let obs = Observation {
             elapsed: self.started.elapsed(),
             rss_bytes: rss,
             gc_count: gc.count()?,
+            sample: None,
         };
+        self.act(&mut gc, &obs)
+    }
+
+    fn act(&mut self, gc: &mut PyGc<'_, '_>, obs: &Observation<'_>) -> Result<(), String> {
         let actions = self
             .policy
-            .tick(&mut gc, &obs)
+            .tick(gc, obs)
             .map_err(|e| format!("policy {} failed: {e}", self.policy.spec()))?;
         self.actions.extend(actions);
-        Ok((gc.count()?, gc.is_enabled()?))
+        Ok(())
     }
 
     fn take_sample(&mut self) -> Result<Interpreter, String> {
         let counters = self.reader.read();
-        let Some(decided) = Python::try_attach(|py| self.decide(py, counters.rss_bytes)) else {
+        let Some(sample) = Python::try_attach(|py| self.sample_and_decide(py, counters)) else {
             return Ok(Interpreter::Gone);
         };
-        let (gc_count, gc_enabled) = decided?;
-        let now = Instant::now();
-        let elapsed = (now - self.last_sample).as_secs_f64().max(1e-9);
-        let requests = self.shared.take_request_window();
-        let gc = self.shared.take_gc_window();
-        let rates = self.reader.rates(&self.last_counters, &counters, elapsed);
-        let latency = requests.summary();
-        let last_action = self.actions.last().cloned();
-        let sample = Sample {
-            time: unix_now(),
-            cpu: rates.cpu_percent,
-            mem: rates.mem_percent,
-            disk_read: rates.disk_read_per_s,
-            disk_write: rates.disk_write_per_s,
-            net_sent: requests.bytes_out as f64 / elapsed,
-            net_recv: requests.bytes_in as f64 / elapsed,
-            rps: requests.requests as f64 / elapsed,
-            p95: latency.p95,
-            p99: latency.p99,
-            gc_triggered: gc.any(),
-            interval_s: elapsed,
-            pid: std::process::id(),
-            rss_bytes: rates.rss_bytes,
-            requests: requests.requests,
-            errors: requests.errors,
-            in_flight: self.shared.in_flight.load(Ordering::Relaxed),
-            p50: latency.p50,
-            max_latency: latency.max,
-            gc: gc.generations,
-            gc_count,
-            gc_enabled,
-            policy: self.policy.spec().to_string(),
-            policy_actions: self.actions.len() as u64,
-            policy_action: last_action
-                .as_ref()
-                .map(|a| a.action.clone())
-                .unwrap_or_default(),
-            policy_reason: last_action.map(|a| a.reason).unwrap_or_default(),
-        };
-        {
-            let mut totals = lock(&self.shared.totals);
-            totals.requests += requests.requests;
-            totals.errors += requests.errors;
-            totals.bytes_in += requests.bytes_in;
-            totals.bytes_out += requests.bytes_out;
-            totals.gc.add(&gc);
-            totals.policy_actions += self.actions.len() as u64;
-            totals.samples += 1;
-        }
-        self.actions.clear();
-        self.last_sample = now;
-        self.last_counters = counters;
+        let sample = sample?;
         if let Some(csv) = &mut self.csv {
             if let Err(e) = csv.write(&sample) {
                 let message = format!(
@@ -206,6 +179,82 @@ impl Sampler {
         }
         *lock(&self.shared.latest) = Some(sample);
         Ok(Interpreter::Alive)
+    }
+
+    /// Closes the interval into a sample, then lets the policy act on it (the seed's policy feeds
+    /// it to its model). The policy's own collection shows in the next interval's statistics.
+    /// Creates no Python object while holding an agent lock: the windows are swapped in pure Rust.
+    fn sample_and_decide(
+        &mut self,
+        py: Python<'_>,
+        counters: ProcessCounters,
+    ) -> Result<Sample, String> {
+        let shared = self.shared.clone();
+        let mut gc = PyGc::new(py, &shared)?;
+        let gc_count = gc.count()?;
+        let gc_enabled = gc.is_enabled()?;
+        let now = Instant::now();
+        let elapsed = (now - self.last_sample).as_secs_f64().max(1e-9);
+        let requests = self.shared.take_request_window();
+        let gc_window = self.shared.take_gc_window();
+        let rates = self.reader.rates(&self.last_counters, &counters, elapsed);
+        let latency = requests.summary();
+        let mut sample = Sample {
+            time: unix_now(),
+            cpu: rates.cpu_percent,
+            mem: rates.mem_percent,
+            disk_read: rates.disk_read_per_s,
+            disk_write: rates.disk_write_per_s,
+            net_sent: requests.bytes_out as f64 / elapsed,
+            net_recv: requests.bytes_in as f64 / elapsed,
+            rps: requests.requests as f64 / elapsed,
+            p95: latency.p95,
+            p99: latency.p99,
+            gc_triggered: gc_window.any(),
+            interval_s: elapsed,
+            pid: std::process::id(),
+            rss_bytes: rates.rss_bytes,
+            requests: requests.requests,
+            errors: requests.errors,
+            in_flight: self.shared.in_flight.load(Ordering::Relaxed),
+            p50: latency.p50,
+            max_latency: latency.max,
+            gc: gc_window.generations,
+            gc_count,
+            gc_enabled,
+            policy: self.policy.spec().to_string(),
+            ..Sample::default()
+        };
+        let obs = Observation {
+            elapsed: self.started.elapsed(),
+            rss_bytes: counters.rss_bytes,
+            gc_count,
+            sample: Some(&sample),
+        };
+        self.act(&mut gc, &obs)?;
+        if let Some(decision) = self.policy.last_decision() {
+            sample.model_output = Some(decision.output);
+            sample.model_fired = decision.fired;
+        }
+        if let Some(last) = self.actions.last() {
+            sample.policy_action = last.action.clone();
+            sample.policy_reason = last.reason.clone();
+        }
+        sample.policy_actions = self.actions.len() as u64;
+        {
+            let mut totals = lock(&self.shared.totals);
+            totals.requests += requests.requests;
+            totals.errors += requests.errors;
+            totals.bytes_in += requests.bytes_in;
+            totals.bytes_out += requests.bytes_out;
+            totals.gc.add(&gc_window);
+            totals.policy_actions += self.actions.len() as u64;
+            totals.samples += 1;
+        }
+        self.actions.clear();
+        self.last_sample = now;
+        self.last_counters = counters;
+        Ok(sample)
     }
 }
 
@@ -221,6 +270,7 @@ pub fn start_policy(
         elapsed: Duration::ZERO,
         rss_bytes: reader.read().rss_bytes,
         gc_count: gc.count()?,
+        sample: None,
     };
     policy.start(&mut gc, &obs)
 }

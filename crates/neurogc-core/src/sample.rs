@@ -75,6 +75,10 @@ pub struct Sample {
     pub policy_actions: u64,
     pub policy_action: String,
     pub policy_reason: String,
+    /// A model-driven policy's output at this sample (empty for other policies, or while its
+    /// window fills) and whether it collected because of it.
+    pub model_output: Option<f64>,
+    pub model_fired: bool,
 }
 
 /// One value of a row, typed so CSV and JSON can each render it their way.
@@ -152,6 +156,8 @@ impl Sample {
             "policy_actions",
             "policy_action",
             "policy_reason",
+            "model_output",
+            "model_fired",
         ] {
             cols.push(c.to_string());
         }
@@ -196,6 +202,8 @@ impl Sample {
         v.push(u(self.policy_actions));
         v.push(Value::Text(&self.policy_action));
         v.push(Value::Text(&self.policy_reason));
+        v.push(Value::Float(self.model_output));
+        v.push(Value::Bool(self.model_fired));
         v
     }
 

@@ -124,6 +124,10 @@ impl Policy for MemoryGuard {
         let guard = self.last_check + self.config.check_every;
         Some(self.inner.next_tick().map_or(guard, |t| t.min(guard)))
     }
+
+    fn last_decision(&self) -> Option<super::Decision> {
+        self.inner.last_decision()
+    }
 }
 
 #[cfg(test)]

@@ -7,12 +7,14 @@
 //! is wrapped in a [`guard::MemoryGuard`], so memory cannot grow without bound.
 
 pub mod guard;
+pub mod seed;
 mod simple;
 pub mod spec;
 
 use std::time::Duration;
 
 pub use guard::{GuardConfig, MemoryGuard};
+pub use seed::SeedPolicy;
 pub use simple::{DefaultPolicy, FreezePolicy, PeriodicPolicy, ThresholdPolicy};
 pub use spec::{PolicySpec, SpecError};
 
@@ -33,12 +35,21 @@ pub trait GcControl {
 
 /// What a policy sees when it is asked to decide.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Observation {
+pub struct Observation<'a> {
     /// Time since the agent started.
     pub elapsed: Duration,
     pub rss_bytes: Option<u64>,
     /// `gc.get_count()`.
     pub gc_count: [i64; 3],
+    /// The interval's sample, at sample ticks (None at the ticks a policy asked for in between).
+    pub sample: Option<&'a crate::sample::Sample>,
+}
+
+/// A model-driven policy's latest output and whether it acted on it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Decision {
+    pub output: f64,
+    pub fired: bool,
 }
 
 /// Something a policy did, and why; recorded in the sample.
@@ -67,6 +78,10 @@ pub trait Policy: Send {
     fn tick(&mut self, gc: &mut dyn GcControl, obs: &Observation) -> Result<Vec<Action>, GcError>;
     /// The next time (since agent start) at which the policy wants a tick besides the sample ticks.
     fn next_tick(&self) -> Option<Duration> {
+        None
+    }
+    /// The model's output at the last sample tick, for policies that have a model.
+    fn last_decision(&self) -> Option<Decision> {
         None
     }
 }
@@ -132,11 +147,12 @@ pub(crate) mod testing {
         }
     }
 
-    pub fn at(secs: f64) -> Observation {
+    pub fn at(secs: f64) -> Observation<'static> {
         Observation {
             elapsed: Duration::from_secs_f64(secs),
             rss_bytes: Some(100 << 20),
             gc_count: [0, 0, 0],
+            sample: None,
         }
     }
 }

@@ -2,6 +2,7 @@
 //! clear error at start-up, never a silent fallback to some default.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -11,7 +12,7 @@ use super::{
 
 /// The policies this build knows, for error messages.
 pub const KNOWN_POLICIES: &str =
-    "default, threshold:T0[,T1[,T2]], periodic:SECS, freeze[:WARMUP_SECS]";
+    "default, threshold:T0[,T1[,T2]], periodic:SECS, freeze[:WARMUP_SECS], neurogc-seed:MODEL_DIR[,threshold=T]";
 
 /// Default warm-up before `freeze` collects and freezes.
 pub const DEFAULT_FREEZE_WARMUP: Duration = Duration::from_secs(5);
@@ -21,8 +22,18 @@ pub const DEFAULT_FREEZE_WARMUP: Duration = Duration::from_secs(5);
 pub enum PolicySpec {
     Default,
     Threshold(Vec<u64>),
-    Periodic { every: Duration, guard: GuardConfig },
-    Freeze { warmup: Duration },
+    Periodic {
+        every: Duration,
+        guard: GuardConfig,
+    },
+    Freeze {
+        warmup: Duration,
+    },
+    /// The seed's NeuroGC: a model's output each interval, a full collection above the threshold.
+    NeurogcSeed {
+        dir: PathBuf,
+        threshold: Option<f32>,
+    },
 }
 
 /// A spec that does not parse, with the offending text and what was expected.
@@ -46,10 +57,11 @@ impl PolicySpec {
         matches!(self, PolicySpec::Periodic { .. })
     }
 
-    /// Builds the policy; `spec` is the text it came from, kept for the samples.
-    pub fn build(&self, spec: &str) -> Box<dyn Policy> {
+    /// Builds the policy; `spec` is the text it came from, kept for the samples. Fails only when
+    /// a model cannot be loaded; the message names the file and the problem.
+    pub fn build(&self, spec: &str) -> Result<Box<dyn Policy>, String> {
         let spec = spec.trim().to_string();
-        match self {
+        Ok(match self {
             PolicySpec::Default => Box::new(DefaultPolicy::new(spec)),
             PolicySpec::Threshold(values) => Box::new(ThresholdPolicy::new(spec, values.clone())),
             PolicySpec::Periodic { every, guard } => Box::new(MemoryGuard::new(
@@ -57,7 +69,10 @@ impl PolicySpec {
                 *guard,
             )),
             PolicySpec::Freeze { warmup } => Box::new(FreezePolicy::new(spec, *warmup)),
-        }
+            PolicySpec::NeurogcSeed { dir, threshold } => {
+                Box::new(super::SeedPolicy::load(spec, dir, *threshold)?)
+            }
+        })
     }
 }
 
@@ -145,6 +160,37 @@ impl FromStr for PolicySpec {
                     _ => return Err(err("freeze takes at most one warm-up in seconds".into())),
                 };
                 Ok(PolicySpec::Freeze { warmup })
+            }
+            "neurogc-seed" => {
+                let [dir] = positional[..] else {
+                    return Err(err(
+                        "neurogc-seed takes one model directory, e.g. neurogc-seed:models/lstm"
+                            .into(),
+                    ));
+                };
+                let mut threshold = None;
+                for (key, value) in &options {
+                    match *key {
+                        "threshold" => {
+                            let t: f32 = value
+                                .parse()
+                                .map_err(|_| err(format!("threshold={value:?} is not a number")))?;
+                            if !t.is_finite() {
+                                return Err(err("threshold must be finite".into()));
+                            }
+                            threshold = Some(t);
+                        }
+                        other => {
+                            return Err(err(format!(
+                                "unknown option {other:?}; neurogc-seed takes threshold=T"
+                            )))
+                        }
+                    }
+                }
+                Ok(PolicySpec::NeurogcSeed {
+                    dir: PathBuf::from(dir),
+                    threshold,
+                })
             }
             "" => Err(err(format!("empty policy name; known: {KNOWN_POLICIES}"))),
             other => Err(err(format!(
@@ -279,6 +325,20 @@ mod tests {
         assert_eq!(guard.young_budget, 5000);
         assert_eq!(guard.check_every, Duration::from_millis(100));
         assert!(parse("periodic:1").unwrap().disables_automatic_gc());
+        assert_eq!(
+            parse("neurogc-seed:models/lstm,threshold=0.55").unwrap(),
+            PolicySpec::NeurogcSeed {
+                dir: PathBuf::from("models/lstm"),
+                threshold: Some(0.55)
+            }
+        );
+        assert_eq!(
+            parse("neurogc-seed:m").unwrap(),
+            PolicySpec::NeurogcSeed {
+                dir: PathBuf::from("m"),
+                threshold: None
+            }
+        );
     }
 
     #[test]
@@ -302,6 +362,12 @@ mod tests {
             ("default:3", "no arguments"),
             ("threshold:700,,10", "empty value"),
             ("freeze,rss=1G", "unknown policy \"freeze,rss=1G\""),
+            ("neurogc-seed", "one model directory"),
+            (
+                "neurogc-seed:m,threshold=high",
+                "threshold=\"high\" is not a number",
+            ),
+            ("neurogc-seed:m,window=3", "unknown option \"window\""),
         ];
         for (spec, expected) in cases {
             let e = parse(spec).expect_err(spec);
