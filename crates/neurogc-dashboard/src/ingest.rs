@@ -75,13 +75,15 @@ pub fn parse_body(body: &[u8]) -> Result<Vec<Incoming>, Rejection> {
             }
             None => (vec![Value::Object(obj)], false),
         },
-        other => return Err(Rejection::new(
-            422,
-            format!(
+        other => {
+            return Err(Rejection::new(
+                422,
+                format!(
                 "expected a sample object, an array of samples or {{\"samples\": [...]}}, got {}",
                 describe(&other)
             ),
-        )),
+            ))
+        }
     };
     items
         .into_iter()

@@ -1,0 +1,602 @@
+// NeuroGC dashboard page: a WebSocket client that keeps the recent window of samples in one
+// time-aligned table and draws it with uPlot. No framework, no build step, no network beyond the
+// dashboard itself.
+//
+// Data model: one row per sample, sorted by sample time. `xs` holds the times; every server has
+// one column per metric, holding its own value on its rows and null on the others' rows, so one
+// array set feeds every chart (uPlot wants aligned columns) and `spanGaps` joins each server's
+// line across the other servers' rows.
+//
+// For tests and tools the page exposes `window.neurogcDashboard` (documented in docs/dashboard.md).
+'use strict';
+(function () {
+  // What to chart. `key` is a sample field; `scale` converts it to the chart's unit.
+  const CHARTS = [
+    { id: 'cpu', title: 'CPU', unit: '% of one core', fields: [{ key: 'cpu' }] },
+    { id: 'mem', title: 'Memory', unit: '% of machine', fields: [{ key: 'mem' }] },
+    { id: 'rss', title: 'Resident set size', unit: 'MiB',
+      fields: [{ key: 'rss_bytes', scale: 1 / 1048576 }] },
+    { id: 'disk', title: 'Disk I/O', unit: 'B/s',
+      fields: [{ key: 'disk_read', label: 'read' }, { key: 'disk_write', label: 'write', dash: [6, 4] }] },
+    { id: 'net', title: 'Network', unit: 'B/s',
+      fields: [{ key: 'net_recv', label: 'in' }, { key: 'net_sent', label: 'out', dash: [6, 4] }] },
+    { id: 'rps', title: 'Throughput', unit: 'requests/s', fields: [{ key: 'rps' }] },
+    { id: 'latency', title: 'Latency', unit: 'ms',
+      fields: [{ key: 'p99', label: 'p99' }, { key: 'p95', label: 'p95', dash: [6, 4] }] },
+  ];
+  // GC timeline markers: one lane per server, one marker per generation that collected in the
+  // interval, sized by that generation's longest pause. `gcany` marks samples that only say that
+  // some collection ran (the seed's `gc_triggered`).
+  const GENS = [
+    { key: 'gc0', gen: 0, label: 'gen 0', color: '#22a06b', dy: 0.25 },
+    { key: 'gc1', gen: 1, label: 'gen 1', color: '#e8a317', dy: 0 },
+    { key: 'gc2', gen: 2, label: 'gen 2 (full)', color: '#e5484d', dy: -0.25 },
+    { key: 'gcany', gen: null, label: 'a collection ran (no per-generation data)', color: '#8b95a5', dy: 0 },
+  ];
+  const PALETTE = ['#2563eb', '#dc2626', '#16a34a', '#d97706', '#7c3aed',
+    '#0891b2', '#db2777', '#65a30d', '#ea580c', '#4f46e5'];
+  const METRIC_KEYS = CHARTS.flatMap((c) => c.fields.map((f) => f.key));
+  const SCALE = Object.fromEntries(CHARTS.flatMap((c) => c.fields.map((f) => [f.key, f.scale || 1])));
+  const COLUMNS = METRIC_KEYS.concat(GENS.map((g) => g.key));
+  const RENDER_EVERY_MS = 200;
+  const CHART_HEIGHT = 210;
+  const Y_AXIS_SIZE = 84;
+
+  const $ = (id) => document.getElementById(id);
+
+  // ---- the table ---------------------------------------------------------------------------
+  const table = {
+    xs: [], // sample times, sorted
+    rowServer: [], // index into `order` of the server each row belongs to
+    servers: new Map(), // name -> {name, index, color, cols: {column: []}, summary}
+    order: [], // servers in first-seen order
+  };
+  let windowS = 600;
+  let maxPerServer = 20000;
+
+  function newSummary() {
+    return { samples: 0, gcEvents: 0, lastTime: -Infinity, p99: null, rps: null, policy: '',
+      peakRss: null, peakMem: null, maxPause: null };
+  }
+
+  function colorFor(i) {
+    return i < PALETTE.length ? PALETTE[i] : `hsl(${(i * 137.508) % 360}, 62%, 48%)`;
+  }
+
+  function addServer(name) {
+    const srv = { name, index: table.order.length, color: colorFor(table.order.length),
+      cols: {}, summary: newSummary() };
+    for (const c of COLUMNS) srv.cols[c] = new Array(table.xs.length).fill(null);
+    table.servers.set(name, srv);
+    table.order.push(srv);
+    structureChanged = true;
+    return srv;
+  }
+
+  function resetTable() {
+    table.xs = [];
+    table.rowServer = [];
+    table.servers = new Map();
+    table.order = [];
+    structureChanged = true;
+  }
+
+  const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+
+  // The row's value for every column of the sample's own server.
+  function rowValues(s) {
+    const vals = {};
+    for (const k of METRIC_KEYS) {
+      const v = num(s[k]);
+      vals[k] = v === null ? null : v * SCALE[k];
+    }
+    let perGen = false;
+    for (const g of GENS) {
+      if (g.gen === null) continue;
+      const n = num(s[`gc${g.gen}_collections`]);
+      if (n !== null) perGen = true;
+      vals[g.key] = n > 0 ? (num(s[`gc${g.gen}_pause_ms_max`]) ?? 0) : null;
+    }
+    vals.gcany = !perGen && s.gc_triggered === true ? 0 : null;
+    return vals;
+  }
+
+  // Where a row with time `t` goes: usually at the end, so search backwards a little first.
+  function insertionIndex(t) {
+    const xs = table.xs;
+    let i = xs.length;
+    for (let steps = 0; i > 0 && xs[i - 1] > t; steps++, i--) {
+      if (steps === 32) {
+        let lo = 0, hi = i;
+        while (lo < hi) {
+          const mid = (lo + hi) >> 1;
+          if (xs[mid] <= t) lo = mid + 1; else hi = mid;
+        }
+        return lo;
+      }
+    }
+    return i;
+  }
+
+  function addSample(s) {
+    if (typeof s.server !== 'string' || typeof s.time !== 'number') return;
+    const srv = table.servers.get(s.server) || addServer(s.server);
+    const vals = rowValues(s);
+    const i = insertionIndex(s.time);
+    const atEnd = i === table.xs.length;
+    const put = (arr, v) => (atEnd ? arr.push(v) : arr.splice(i, 0, v));
+    put(table.xs, s.time);
+    put(table.rowServer, srv.index);
+    for (const other of table.order) {
+      const mine = other === srv;
+      for (const c of COLUMNS) put(other.cols[c], mine ? vals[c] : null);
+    }
+    summarise(srv.summary, s, vals);
+  }
+
+  function summarise(sum, s, vals) {
+    sum.samples++;
+    let gcs = 0;
+    for (const g of [0, 1, 2]) gcs += num(s[`gc${g}_collections`]) || 0;
+    if (gcs === 0 && vals.gcany !== null) gcs = 1; // the seed's samples only say "some GC ran"
+    sum.gcEvents += gcs;
+    for (const g of [0, 1, 2]) {
+      const p = num(s[`gc${g}_pause_ms_max`]);
+      if (p !== null && (sum.maxPause === null || p > sum.maxPause)) sum.maxPause = p;
+    }
+    const rss = num(s.rss_bytes);
+    if (rss !== null && (sum.peakRss === null || rss > sum.peakRss)) sum.peakRss = rss;
+    const mem = num(s.mem);
+    if (mem !== null && (sum.peakMem === null || mem > sum.peakMem)) sum.peakMem = mem;
+    if (s.time >= sum.lastTime) {
+      sum.lastTime = s.time;
+      sum.p99 = num(s.p99);
+      sum.rps = num(s.rps);
+      if (typeof s.policy === 'string') sum.policy = s.policy;
+    }
+  }
+
+  // Drops rows older than the window (counted back from the newest) or beyond the row budget;
+  // in chunks, since every drop shifts every column.
+  function evict() {
+    const xs = table.xs;
+    if (!xs.length) return;
+    const cutoff = xs[xs.length - 1] - windowS;
+    let k = 0;
+    while (k < xs.length && xs[k] < cutoff) k++;
+    k = Math.max(k, xs.length - maxPerServer * Math.max(1, table.order.length));
+    if (k < 256 && k < xs.length / 100) return;
+    xs.splice(0, k);
+    table.rowServer.splice(0, k);
+    for (const srv of table.order) for (const c of COLUMNS) srv.cols[c].splice(0, k);
+  }
+
+  // ---- measurements (for the status line and for tests) -----------------------------------
+  const stats = {
+    received: 0, history: 0, live: 0, lagged: 0, seqGaps: 0, lastSeq: 0, connects: 0,
+    deliveryMs: [], // ingest (server clock) -> message handled here
+    sentToPageMs: [], // a client's `sent_ms` field -> message handled here
+    onScreenMs: [], // ingest -> first redraw that includes the sample
+    renders: 0, renderMs: 0,
+  };
+  let pendingScreen = [];
+
+  function percentile(values, p) {
+    if (!values.length) return null;
+    const sorted = Float64Array.from(values).sort();
+    return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+  }
+
+  function summary(values) {
+    return { count: values.length, p50: percentile(values, 50), p99: percentile(values, 99),
+      max: values.length ? Math.max(...values) : null };
+  }
+
+  // ---- the WebSocket -----------------------------------------------------------------------
+  let instance = null;
+  let attempt = 0;
+  let retryAt = 0;
+  let connState = 'connecting';
+
+  function setConn(state) {
+    connState = state;
+    const el = $('conn');
+    el.dataset.state = state;
+    if (state === 'live') el.textContent = 'live';
+    else if (state === 'connecting') el.textContent = 'connecting…';
+    else {
+      const secs = Math.max(0, Math.ceil((retryAt - Date.now()) / 1000));
+      el.textContent = `disconnected, retrying in ${secs} s`;
+    }
+  }
+
+  function connect() {
+    setConn('connecting');
+    const url = new URL('/ws', location.href);
+    url.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
+    if (instance) {
+      url.searchParams.set('resume', instance);
+      url.searchParams.set('after', String(stats.lastSeq));
+    }
+    let ws;
+    try {
+      ws = new WebSocket(url);
+    } catch (e) {
+      scheduleReconnect();
+      return;
+    }
+    ws.onopen = () => {
+      attempt = 0;
+      stats.connects++;
+      setConn('live');
+    };
+    ws.onmessage = (ev) => handle(JSON.parse(ev.data));
+    ws.onclose = () => scheduleReconnect();
+  }
+
+  // Exponential backoff with jitter, so many tabs do not reconnect in lockstep.
+  function scheduleReconnect() {
+    const delay = Math.min(10000, 500 * 2 ** attempt) * (0.8 + 0.4 * Math.random());
+    attempt = Math.min(attempt + 1, 10);
+    retryAt = Date.now() + delay;
+    setConn('reconnecting');
+    setTimeout(connect, delay);
+  }
+
+  function handle(msg) {
+    switch (msg.type) {
+      case 'hello':
+        if (!msg.resumed) {
+          // A new dashboard process (or our first connection): its history replaces ours.
+          resetTable();
+          for (const k of ['seqGaps']) stats[k] = 0;
+        }
+        instance = msg.instance;
+        windowS = msg.window_s;
+        maxPerServer = msg.max_per_server;
+        stats.lastSeq = msg.last_seq;
+        break;
+      case 'history':
+        for (const s of msg.samples) addSample(s);
+        stats.history += msg.samples.length;
+        stats.received += msg.samples.length;
+        break;
+      case 'samples': {
+        const now = Date.now();
+        for (const s of msg.samples) {
+          if (s.seq !== stats.lastSeq + 1) stats.seqGaps += Math.max(0, s.seq - stats.lastSeq - 1);
+          stats.lastSeq = Math.max(stats.lastSeq, s.seq);
+          addSample(s);
+          stats.deliveryMs.push(now - s.ingest_ms);
+          if (typeof s.sent_ms === 'number') stats.sentToPageMs.push(now - s.sent_ms);
+          pendingScreen.push(s.ingest_ms);
+        }
+        stats.live += msg.samples.length;
+        stats.received += msg.samples.length;
+        break;
+      }
+      case 'lagged':
+        stats.lagged += msg.missed;
+        break;
+      default:
+        return;
+    }
+    dirty = true;
+  }
+
+  // ---- charts ------------------------------------------------------------------------------
+  let charts = []; // {spec, u, el}
+  let structureChanged = true;
+  let dirty = true;
+  let rangeS = 0;
+
+  const css = (name) => getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+
+  function fmt(v, unit) {
+    if (v === null || v === undefined) return '–';
+    if (unit === 'B/s') return fmtBytes(v) + '/s';
+    const a = Math.abs(v);
+    return a >= 100 ? v.toFixed(0) : a >= 10 ? v.toFixed(1) : v.toFixed(2);
+  }
+
+  function fmtBytes(v) {
+    const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+    let i = 0;
+    while (Math.abs(v) >= 1024 && i < units.length - 1) { v /= 1024; i++; }
+    return `${Math.abs(v) >= 100 || i === 0 ? v.toFixed(0) : v.toFixed(1)} ${units[i]}`;
+  }
+
+  function axes(unit, yValues, ySplits) {
+    const stroke = css('--muted');
+    const grid = { stroke: css('--grid'), width: 1 };
+    const y = { stroke, grid, ticks: grid, size: Y_AXIS_SIZE,
+      values: yValues || ((u, splits) => splits.map((v) => fmt(v, unit))) };
+    if (ySplits) y.splits = ySplits;
+    return [{ stroke, grid, ticks: grid }, y];
+  }
+
+  // The x range: the whole window, or the last `rangeS` seconds of it.
+  function xRange(u, min, max) {
+    if (min === null || max === null) return [0, 1];
+    if (rangeS > 0) min = Math.max(min, max - rangeS);
+    return min === max ? [min - 1, max + 1] : [min, max];
+  }
+
+  function chartBox(spec, wide) {
+    const el = document.createElement('div');
+    el.className = 'chart' + (wide ? ' wide' : '');
+    el.dataset.chart = spec.id;
+    const h = document.createElement('h3');
+    h.textContent = spec.title;
+    const unit = document.createElement('span');
+    unit.className = 'unit';
+    unit.textContent = spec.unit;
+    h.append(unit);
+    el.append(h);
+    return el;
+  }
+
+  function lineChart(spec, width) {
+    const series = [{}];
+    const data = [table.xs];
+    for (const srv of table.order) {
+      for (const f of spec.fields) {
+        series.push({ label: f.label ? `${srv.name} ${f.label}` : srv.name, stroke: srv.color,
+          width: 1.5, dash: f.dash, spanGaps: true, value: (u, v) => fmt(v, spec.unit) });
+        data.push(srv.cols[f.key]);
+      }
+    }
+    const el = chartBox(spec, false);
+    const u = new uPlot({ width, height: CHART_HEIGHT, series, axes: axes(spec.unit),
+      scales: { x: { time: true, range: xRange } }, cursor: { sync: { key: 'neurogc' } },
+      legend: { live: true } }, data, el);
+    return { spec, u, el, data: () => data };
+  }
+
+  function gcChart(width) {
+    const spec = { id: 'gc', title: 'GC timeline', unit: 'marker size: longest pause in the interval' };
+    const lanes = Math.max(1, table.order.length);
+    const laneOf = (srv) => lanes - 1 - srv.index; // first server on top
+    const names = table.order.map((s) => s.name);
+    const series = [{}, ...table.order.map((srv) => ({ label: srv.name, stroke: srv.color,
+      paths: () => null, points: { show: false } }))];
+    // Data columns only feed uPlot's cursor; the markers are drawn by the hook below.
+    const data = [table.xs, ...table.order.map((srv) => srv.cols.gc2)];
+    const el = chartBox(spec, true);
+    const key = document.createElement('div');
+    key.className = 'key';
+    for (const g of GENS) {
+      const item = document.createElement('span');
+      const dot = document.createElement('i');
+      dot.style.background = g.color;
+      item.append(dot, g.label);
+      key.append(item);
+    }
+    el.append(key);
+    const radius = (ms) => Math.min(14, 2.5 + 2.2 * Math.log2(1 + ms));
+    const draw = (u) => {
+      const { ctx } = u;
+      const { left, top, width: w, height: h } = u.bbox;
+      const xs = table.xs;
+      const [x0, x1] = [u.scales.x.min, u.scales.x.max];
+      let i = 0;
+      while (i < xs.length && xs[i] < x0) i++;
+      const dpr = devicePixelRatio || 1;
+      ctx.save();
+      ctx.beginPath();
+      ctx.rect(left, top, w, h);
+      ctx.clip();
+      ctx.globalAlpha = 0.78;
+      for (; i < xs.length && xs[i] <= x1; i++) {
+        const srv = table.order[table.rowServer[i]];
+        const cx = u.valToPos(xs[i], 'x', true);
+        for (const g of GENS) {
+          const ms = srv.cols[g.key][i];
+          if (ms === null) continue;
+          ctx.beginPath();
+          ctx.fillStyle = g.color;
+          ctx.arc(cx, u.valToPos(laneOf(srv) + g.dy, 'y', true), radius(ms) * dpr, 0, 2 * Math.PI);
+          ctx.fill();
+        }
+      }
+      ctx.restore();
+    };
+    const u = new uPlot({
+      width, height: Math.max(120, 46 * lanes + 50), series,
+      axes: axes('', (u, splits) => splits.map((v) => names[lanes - 1 - v] || ''),
+        () => names.map((_, i) => i)),
+      scales: { x: { time: true, range: xRange }, y: { auto: false, range: [-0.6, lanes - 0.4] } },
+      cursor: { sync: { key: 'neurogc' }, points: { show: false } },
+      legend: { show: false },
+      hooks: { draw: [draw] },
+    }, data, el);
+    return { spec, u, el, data: () => data };
+  }
+
+  function chartWidth(wide) {
+    const box = $('charts');
+    const full = box.clientWidth || 1000;
+    if (wide) return full - 22;
+    const cols = Math.max(1, Math.floor((full + 12) / (520 + 12)));
+    return Math.floor((full - 12 * (cols - 1)) / cols) - 22;
+  }
+
+  function buildCharts() {
+    for (const c of charts) c.u.destroy();
+    const box = $('charts');
+    box.replaceChildren();
+    charts = [];
+    if (!table.order.length) return;
+    const gc = gcChart(chartWidth(true));
+    box.append(gc.el);
+    charts.push(gc);
+    for (const spec of CHARTS) {
+      const c = lineChart(spec, chartWidth(false));
+      box.append(c.el);
+      charts.push(c);
+    }
+  }
+
+  // ---- cards -------------------------------------------------------------------------------
+  const CARD_FIELDS = [
+    ['gc', 'GC events'], ['p99', 'p99 now'], ['peak', 'peak RSS'],
+    ['rps', 'RPS now'], ['pause', 'max pause'], ['n', 'samples'],
+  ];
+
+  function renderCards() {
+    const box = $('cards');
+    if (box.children.length !== table.order.length) {
+      box.replaceChildren(...table.order.map((srv) => {
+        const card = document.createElement('article');
+        card.className = 'card';
+        card.dataset.server = srv.name;
+        card.style.setProperty('--c', srv.color);
+        const h = document.createElement('h2');
+        h.textContent = srv.name;
+        const pol = document.createElement('span');
+        pol.className = 'policy';
+        h.append(pol);
+        const dl = document.createElement('dl');
+        for (const [k, label] of CARD_FIELDS) {
+          const d = document.createElement('div');
+          const dt = document.createElement('dt');
+          dt.textContent = label;
+          const dd = document.createElement('dd');
+          dd.dataset.k = k;
+          d.append(dt, dd);
+          dl.append(d);
+        }
+        const age = document.createElement('div');
+        age.className = 'age';
+        card.append(h, dl, age);
+        return card;
+      }));
+    }
+    table.order.forEach((srv, i) => {
+      const card = box.children[i];
+      const s = srv.summary;
+      const set = (k, text) => { card.querySelector(`[data-k="${k}"]`).textContent = text; };
+      card.querySelector('.policy').textContent = s.policy ? `policy ${s.policy}` : '';
+      set('gc', String(s.gcEvents));
+      set('p99', s.p99 === null ? '–' : `${fmt(s.p99)} ms`);
+      set('peak', s.peakRss !== null ? fmtBytes(s.peakRss)
+        : s.peakMem !== null ? `${fmt(s.peakMem)} %` : '–');
+      set('rps', fmt(s.rps));
+      set('pause', s.maxPause === null ? '–' : `${fmt(s.maxPause)} ms`);
+      set('n', String(s.samples));
+      card.querySelector('.age').textContent =
+        `last sample ${new Date(s.lastTime * 1000).toLocaleTimeString()}`;
+    });
+  }
+
+  // ---- the render loop ---------------------------------------------------------------------
+  function render() {
+    const t0 = performance.now();
+    evict();
+    $('empty').hidden = table.order.length > 0;
+    if (structureChanged) {
+      buildCharts();
+      structureChanged = false;
+    } else {
+      for (const c of charts) c.u.setData(c.data());
+    }
+    renderCards();
+    const n = table.order.reduce((a, s) => a + s.summary.samples, 0);
+    $('totals').textContent = `${table.order.length} server${table.order.length === 1 ? '' : 's'}` +
+      ` · ${n} samples`;
+    const now = Date.now();
+    for (const ms of pendingScreen) stats.onScreenMs.push(now - ms);
+    pendingScreen = [];
+    stats.renders++;
+    stats.renderMs += performance.now() - t0;
+  }
+
+  // Redraws at most every RENDER_EVERY_MS, and never spends more than about half the time
+  // drawing, so a flood of samples slows the redraws, not the page.
+  function loop() {
+    let spent = 0;
+    if (dirty) {
+      dirty = false;
+      const t0 = performance.now();
+      render();
+      spent = performance.now() - t0;
+    }
+    if (connState === 'reconnecting') setConn('reconnecting');
+    setTimeout(loop, Math.max(RENDER_EVERY_MS, 2 * spent));
+  }
+
+  // ---- controls ----------------------------------------------------------------------------
+  function applyTheme(theme) {
+    document.documentElement.dataset.theme = theme;
+    $('theme').textContent = theme === 'dark' ? 'light theme' : 'dark theme';
+    structureChanged = true; // uPlot's axis colours are fixed at creation
+    dirty = true;
+  }
+
+  $('theme').addEventListener('click', () => {
+    const next = document.documentElement.dataset.theme === 'dark' ? 'light' : 'dark';
+    try { localStorage.setItem('neurogc-theme', next); } catch (e) { /* private mode */ }
+    applyTheme(next);
+  });
+  $('range').addEventListener('change', (e) => {
+    rangeS = Number(e.target.value);
+    dirty = true;
+    for (const c of charts) c.u.setData(c.data());
+  });
+  let resizeTimer = null;
+  new ResizeObserver(() => {
+    clearTimeout(resizeTimer);
+    resizeTimer = setTimeout(() => { structureChanged = true; dirty = true; }, 150);
+  }).observe($('charts'));
+
+  // ---- the test and tooling API ------------------------------------------------------------
+  window.neurogcDashboard = {
+    /** Metric columns the charts draw (sample field names, plus gc0/gc1/gc2/gcany markers). */
+    metrics: COLUMNS.slice(),
+    /** Chart ids on the page, in order. */
+    charts: () => charts.map((c) => c.spec.id),
+    /** Server names, in first-seen order. */
+    servers: () => table.order.map((s) => s.name),
+    /** `[[time, value], …]` the charts hold for one metric of one server (value in chart units). */
+    points(metric, server) {
+      const srv = table.servers.get(server);
+      if (!srv || !srv.cols[metric]) return [];
+      const col = srv.cols[metric];
+      const out = [];
+      for (let i = 0; i < col.length; i++) if (col[i] !== null) out.push([table.xs[i], col[i]]);
+      return out;
+    },
+    /** How many samples of `server` (or of all servers) the table holds. */
+    count(server) {
+      if (server === undefined) return table.xs.length;
+      const srv = table.servers.get(server);
+      return srv ? table.rowServer.filter((i) => i === srv.index).length : 0;
+    },
+    /** Points drawn per uPlot series of one chart: [{label, points}] (what uPlot itself holds). */
+    seriesPoints(chartId) {
+      const c = charts.find((ch) => ch.spec.id === chartId);
+      if (!c) return [];
+      return c.u.series.slice(1).map((s, i) => ({ label: s.label,
+        points: c.u.data[i + 1].reduce((n, v) => n + (v === null ? 0 : 1), 0) }));
+    },
+    /** Connection state: 'live', 'connecting' or 'reconnecting'. */
+    connection: () => connState,
+    /** Counters and delay summaries (ms): delivery, sentToPage, onScreen. */
+    stats: () => ({
+      received: stats.received, history: stats.history, live: stats.live,
+      lagged: stats.lagged, seqGaps: stats.seqGaps, lastSeq: stats.lastSeq,
+      connects: stats.connects, renders: stats.renders,
+      meanRenderMs: stats.renders ? stats.renderMs / stats.renders : null,
+      delivery: summary(stats.deliveryMs), sentToPage: summary(stats.sentToPageMs),
+      onScreen: summary(stats.onScreenMs),
+    }),
+    /** Clears the delay measurements (counters stay). */
+    resetDelays() { stats.deliveryMs = []; stats.sentToPageMs = []; stats.onScreenMs = []; },
+    /** Draws now instead of at the next tick. */
+    renderNow() { render(); dirty = false; },
+  };
+
+  applyTheme(document.documentElement.dataset.theme || 'light');
+  connect();
+  loop();
+})();

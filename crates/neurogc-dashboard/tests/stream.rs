@@ -1,0 +1,144 @@
+//! `GET /ws`: history first, then live batches; resume after a reconnect; slow clients.
+
+mod common;
+
+use common::{post_json, sample, start, ws_connect, ws_hello_and_history, ws_next};
+use futures_util::SinkExt;
+use neurogc_dashboard::ingest::Incoming;
+use neurogc_dashboard::store::StoreConfig;
+use serde_json::{json, Map};
+use std::time::Duration;
+use tokio_tungstenite::tungstenite::Message;
+
+fn seqs(msg: &serde_json::Value) -> Vec<u64> {
+    msg["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["seq"].as_u64().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn history_then_live_then_resume() {
+    let srv = start(StoreConfig::default()).await;
+    post_json(
+        srv.addr,
+        &format!("[{},{}]", sample("a", 1.0), sample("b", 1.0)),
+    )
+    .await;
+
+    let mut ws = ws_connect(srv.addr, "").await;
+    let (hello, history) = ws_hello_and_history(&mut ws).await;
+    assert_eq!(hello["resumed"], false);
+    assert_eq!(hello["last_seq"], 2);
+    assert_eq!(history.len(), 2);
+    assert_eq!(history[1]["server"], "b");
+
+    post_json(srv.addr, &sample("a", 2.0)).await;
+    let live = ws_next(&mut ws).await;
+    assert_eq!(live["type"], "samples");
+    assert_eq!(seqs(&live), vec![3]);
+    assert_eq!(live["samples"][0]["cpu"], json!(12.5));
+    ws.close(None).await.unwrap();
+
+    // Reconnect with the instance from hello: only what came after seq 3.
+    post_json(srv.addr, &sample("b", 2.0)).await;
+    let instance = hello["instance"].as_str().unwrap();
+    let mut ws = ws_connect(srv.addr, &format!("?resume={instance}&after=3")).await;
+    let (hello2, history2) = ws_hello_and_history(&mut ws).await;
+    assert_eq!(hello2["resumed"], true);
+    assert_eq!(
+        history2
+            .iter()
+            .map(|s| s["seq"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
+        vec![4]
+    );
+
+    // An unknown instance (a restarted dashboard) gets everything.
+    let mut ws = ws_connect(srv.addr, "?resume=other&after=3").await;
+    let (hello3, history3) = ws_hello_and_history(&mut ws).await;
+    assert_eq!(hello3["resumed"], false);
+    assert_eq!(history3.len(), 4);
+}
+
+#[tokio::test]
+async fn many_clients_each_get_every_sample() {
+    let srv = start(StoreConfig::default()).await;
+    let mut clients = Vec::new();
+    for _ in 0..5 {
+        let mut ws = ws_connect(srv.addr, "").await;
+        ws_hello_and_history(&mut ws).await;
+        clients.push(ws);
+    }
+    for t in 0..20 {
+        post_json(srv.addr, &sample(&format!("s{}", t % 4), f64::from(t))).await;
+    }
+    for ws in &mut clients {
+        let mut got = Vec::new();
+        while got.len() < 20 {
+            got.extend(seqs(&ws_next(ws).await));
+        }
+        assert_eq!(got, (1..=20).collect::<Vec<u64>>());
+    }
+}
+
+/// A client slower than the broadcast buffer is not dropped: it is caught up from the store.
+#[tokio::test]
+async fn lagging_client_skips_ahead_without_losing_samples() {
+    let srv = start(StoreConfig {
+        broadcast_capacity: 4,
+        ..StoreConfig::default()
+    })
+    .await;
+    let mut ws = ws_connect(srv.addr, "").await;
+    ws_hello_and_history(&mut ws).await;
+    // Ingest 200 batches without yielding: the client's task cannot run meanwhile, so its
+    // broadcast receiver overflows.
+    for t in 0..200 {
+        let mut fields = Map::new();
+        fields.insert("cpu".into(), json!(t));
+        srv.store.ingest(vec![Incoming {
+            server: "a".into(),
+            time: f64::from(t),
+            fields,
+        }]);
+    }
+    let mut got = Vec::new();
+    while got.len() < 200 {
+        let m = ws_next(&mut ws).await;
+        assert_eq!(
+            m["type"], "samples",
+            "nothing fell out of the window, so no `lagged`: {m}"
+        );
+        got.extend(seqs(&m));
+    }
+    assert_eq!(got, (1..=200).collect::<Vec<u64>>());
+    assert!(srv.store.status().ws_lagged >= 1, "the client did lag");
+    // And it keeps streaming afterwards.
+    post_json(srv.addr, &sample("a", 999.0)).await;
+    assert_eq!(seqs(&ws_next(&mut ws).await), vec![201]);
+}
+
+#[tokio::test]
+async fn client_messages_and_pings_are_harmless() {
+    let srv = start(StoreConfig::default()).await;
+    let mut ws = ws_connect(srv.addr, "").await;
+    ws_hello_and_history(&mut ws).await;
+    ws.send(Message::Text("hello?".into())).await.unwrap();
+    ws.send(Message::Ping(vec![1, 2].into())).await.unwrap();
+    post_json(srv.addr, &sample("a", 1.0)).await;
+    let m = ws_next(&mut ws).await;
+    assert_eq!(seqs(&m), vec![1]);
+    assert_eq!(srv.store.status().ws_clients, 1);
+    drop(ws);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    post_json(srv.addr, &sample("a", 2.0)).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        srv.store.status().ws_clients,
+        0,
+        "a dropped client is noticed"
+    );
+}
