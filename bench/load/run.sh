@@ -77,6 +77,7 @@ count_neurogc_open() { json_requests neurogc_open; }
 count_neurogc_seed() { json_requests neurogc_seed; }
 count_locust_seed() { locust_requests locust_seed; }
 
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 for REP in $(seq "$REPS"); do
   echo "repetition $REP/$REPS" >&2
   measure neurogc throughput "$NEUROGC" load --host "$URL" --tasks bench/load/health.toml \
@@ -93,7 +94,9 @@ print(s["dropped"], s["late_starts"], a["p50_ms"], a["p99_ms"])' >>"$WORK/open_e
   measure locust_seed seed $LOCUST -u 100 -r 10 -t "${SEED_DUR}s" --csv "$WORK/locust_seed" SeedLoad
 done
 
+LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 python3 bench/load/summarize.py "$WORK/runs.tsv" --open-extra "$WORK/open_extra.tsv" \
+  --loadavg "before: $LOAD_BEFORE; after: $LOAD_AFTER" \
   --command "bash bench/load/run.sh  (REPS=$REPS DUR=$DUR SEED_DUR=$SEED_DUR CONNS=$CONNS OPEN_RATE=$OPEN_RATE)" \
   --dur "$DUR" --seed-dur "$SEED_DUR" --conns "$CONNS" --open-rate "$OPEN_RATE" \
   --versions "neurogc $(git rev-parse --short HEAD); $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2); $("$VENV/bin/locust" --version 2>&1 | cut -d' ' -f1-2)" \

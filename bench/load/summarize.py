@@ -13,6 +13,7 @@ ap.add_argument("--conns", type=int, required=True)
 ap.add_argument("--open-rate", type=float, required=True)
 ap.add_argument("--open-extra", required=True, help="dropped late_starts p50_ms p99_ms per open-loop run")
 ap.add_argument("--versions", required=True)
+ap.add_argument("--loadavg", required=True, help="the machine's load averages around the run")
 a = ap.parse_args()
 
 runs = {}
@@ -61,6 +62,8 @@ w("- Server: `crates/neurogc-load/examples/bench_server.rs` (hyper, one thread) 
   "generator pinned to CPU 1, run one at a time, interleaved A B C D × "
   f"{reps} repetitions. Medians with (min–max) over the repetitions.")
 w("- CPU = user + sys of the generator process from bash's `time`, start-up included for every tool.")
+w(f"- Machine load average (1, 5, 15 min) {a.loadavg}. Above ~1 other processes shared the CPUs: requests/s "
+  "then drops for every tool alike, requests per CPU-second much less.")
 w("")
 w(f"## Throughput: {a.conns} keep-alive connections, no think time, {a.dur:g} s, `GET /health`")
 w("")
