@@ -205,12 +205,7 @@ fn summarize(
         wait_min_s: wait.map(|w| w.min_s()),
         wait_max_s: wait.map(|w| w.max_s()),
         target_rate: rate,
-        arrivals: arrivals.map(|a| {
-            serde_json::to_value(a)
-                .ok()
-                .and_then(|v| v.as_str().map(String::from))
-                .unwrap_or_default()
-        }),
+        arrivals: arrivals.map(|a| a.name().to_string()),
         max_in_flight: cap,
         seed: cfg.seed,
         started_at: unix(started),

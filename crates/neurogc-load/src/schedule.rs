@@ -6,13 +6,21 @@ use anyhow::{bail, Result};
 use crate::rng::Rng;
 
 /// Spacing of open-loop arrivals.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Arrivals {
     /// Exactly 1/rate apart (wrk2).
     Uniform,
     /// Exponential gaps with mean 1/rate: a Poisson process, like independent clients.
     Poisson,
+}
+
+impl Arrivals {
+    pub fn name(self) -> &'static str {
+        match self {
+            Arrivals::Uniform => "uniform",
+            Arrivals::Poisson => "poisson",
+        }
+    }
 }
 
 /// Intended send times of an open-loop run, as offsets from its start.
