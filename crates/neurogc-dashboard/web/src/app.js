@@ -189,7 +189,7 @@
 
   function summary(values) {
     return { count: values.length, p50: percentile(values, 50), p99: percentile(values, 99),
-      max: values.length ? Math.max(...values) : null };
+      max: values.length ? values.reduce((a, b) => (b > a ? b : a)) : null };
   }
 
   // ---- the WebSocket -----------------------------------------------------------------------
