@@ -61,8 +61,9 @@ lint: setup
 	$(VENV)/bin/ruff check python tests bench
 	$(VENV)/bin/ruff format --check python tests bench
 
+# --release shares compiled dependencies with the release binary (and trains test models fast).
 test-rust:
-	$(CARGO) test -q --workspace --exclude neurogc-agent
+	$(CARGO) test --release -q --workspace --exclude neurogc-agent
 
 test-python: setup
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m pytest -q tests

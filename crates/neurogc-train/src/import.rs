@@ -24,10 +24,7 @@ pub struct ImportOptions<'a> {
     pub dropout: f32,
 }
 
-pub fn read_state_dict(
-    path: &Path,
-    key: Option<&str>,
-) -> Result<Vec<NamedTensor>> {
+pub fn read_state_dict(path: &Path, key: Option<&str>) -> Result<Vec<NamedTensor>> {
     let tensors = candle_core::pickle::read_all_with_key(path, key).with_context(|| {
         format!(
             "{}: not a PyTorch state_dict file (torch.save(model.state_dict()))",

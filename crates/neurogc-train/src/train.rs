@@ -106,7 +106,8 @@ pub fn train(
         .iter()
         .filter(|y| **y > config.threshold)
         .count();
-    if above == 0 {
+    // Under 5 % positives the fitted model sits below the threshold almost everywhere.
+    if (above as f64) < 0.05 * data.train.len() as f64 {
         let max = data
             .train
             .y
@@ -114,8 +115,9 @@ pub fn train(
             .cloned()
             .fold(f32::NEG_INFINITY, f32::max);
         warnings.push(format!(
-            "no training target exceeds the threshold {} (the highest is {max:.3}): a model fitted to \
-             this target will rarely if ever fire; consider a lower --threshold",
+            "only {above} of {} training targets exceed the threshold {} (the highest is {max:.3}): \
+             a model fitted to this target will rarely if ever fire; consider a lower --threshold",
+            data.train.len(),
             config.threshold
         ));
     }
