@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use neurogc_core::policy::{GcControl, GcError, Observation, Policy, PolicySpec};
+use neurogc_core::policy::{GcControl, GcError, Observation, PolicySpec};
 use neurogc_core::sample::Sample;
 use neurogc_train::windows::{Labeller, SeedTarget};
 
