@@ -1,4 +1,5 @@
 """Turns bench/load/run.sh's raw runs into RESULTS.md (medians, ranges, ratios, floors)."""
+
 import argparse
 import datetime
 import platform
@@ -11,7 +12,9 @@ ap.add_argument("--dur", type=float, required=True)
 ap.add_argument("--seed-dur", type=float, required=True)
 ap.add_argument("--conns", type=int, required=True)
 ap.add_argument("--open-rate", type=float, required=True)
-ap.add_argument("--open-extra", required=True, help="dropped late_starts p50_ms p99_ms per open-loop run")
+ap.add_argument(
+    "--open-extra", required=True, help="dropped late_starts p50_ms p99_ms per open-loop run"
+)
 ap.add_argument("--versions", required=True)
 ap.add_argument("--loadavg", required=True, help="the machine's load averages around the run")
 a = ap.parse_args()
@@ -56,24 +59,36 @@ w = out.append
 w("# `neurogc load` benchmark — latest output of `bench/load/run.sh`")
 w("")
 w(f"- Command: `{a.command}`")
-w(f"- Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; host: {platform.node()}, "
-  f"{platform.machine()}, 2 CPUs; versions: {a.versions}")
-w("- Server: `crates/neurogc-load/examples/bench_server.rs` (hyper, one thread) pinned to CPU 0; each load "
-  "generator pinned to CPU 1, run one at a time, interleaved A B C D × "
-  f"{reps} repetitions. Medians with (min–max) over the repetitions.")
-w("- CPU = user + sys of the generator process from bash's `time`, start-up included for every tool.")
-w(f"- Machine load average (1, 5, 15 min) {a.loadavg}. Above ~1 other processes shared the CPUs: requests/s "
-  "then drops for every tool alike, requests per CPU-second much less.")
+w(
+    f"- Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; host: {platform.node()}, "
+    f"{platform.machine()}, 2 CPUs; versions: {a.versions}"
+)
+w(
+    "- Server: `crates/neurogc-load/examples/bench_server.rs` (hyper, one thread) pinned to CPU 0; each load "
+    "generator pinned to CPU 1, run one at a time, interleaved A B C D × "
+    f"{reps} repetitions. Medians with (min–max) over the repetitions."
+)
+w(
+    "- CPU = user + sys of the generator process from bash's `time`, start-up included for every tool."
+)
+w(
+    f"- Machine load average (1, 5, 15 min) {a.loadavg}. Above ~1 other processes shared the CPUs: requests/s "
+    "then drops for every tool alike, requests per CPU-second much less."
+)
 w("")
 w(f"## Throughput: {a.conns} keep-alive connections, no think time, {a.dur:g} s, `GET /health`")
 w("")
-w("| generator | requests/s | generator CPU-s | requests per CPU-second | server CPU (of one core) |")
+w(
+    "| generator | requests/s | generator CPU-s | requests per CPU-second | server CPU (of one core) |"
+)
 w("|---|---:|---:|---:|---:|")
 for name in ["neurogc", "wrk", "locust", "locust_fast"]:
     rs = runs[name]
-    w(f"| {label[name]} | {fmt_range([r['n'] / a.dur for r in rs])} | "
-      f"{fmt_range([r['cpu'] for r in rs], '{:.2f}')} | {fmt_range(per_cpu(name))} | "
-      f"{fmt_range([100 * r['server'] / r['wall'] for r in rs], '{:.0f}')} % |")
+    w(
+        f"| {label[name]} | {fmt_range([r['n'] / a.dur for r in rs])} | "
+        f"{fmt_range([r['cpu'] for r in rs], '{:.2f}')} | {fmt_range(per_cpu(name))} | "
+        f"{fmt_range([100 * r['server'] / r['wall'] for r in rs], '{:.0f}')} % |"
+    )
 w("")
 w("Requests per CPU-second, neurogc load relative to (per-repetition ratios, median (min–max)):")
 w("")
@@ -83,40 +98,62 @@ for other, floor in floors.items():
     verdict = ""
     if floor is not None:
         ok = min(rs) >= floor
-        verdict = f" — floor ≥ {floor:g}×: **{'met' if ok else 'NOT MET'}**" + ("" if ok else " (see below)")
+        verdict = f" — floor ≥ {floor:g}×: **{'met' if ok else 'NOT MET'}**" + (
+            "" if ok else " (see below)"
+        )
     w(f"- {label[other]}: **{med(rs):.2f}×** ({min(rs):.2f}–{max(rs):.2f}){verdict}")
-varied = [n for n in ("neurogc", "wrk") if max(r["n"] for r in runs[n]) > 1.3 * min(r["n"] for r in runs[n])]
+varied = [
+    n
+    for n in ("neurogc", "wrk")
+    if max(r["n"] for r in runs[n]) > 1.3 * min(r["n"] for r in runs[n])
+]
 if varied:
     w("")
-    w("Note: requests/s of " + " and ".join(varied) + " varied a lot between repetitions while server and "
-      "generator both used well under a full core: other processes were sharing the 2 CPUs and each "
-      "request waits on two wake-ups. Requests per CPU-second, the figure the floors are about, stayed stable.")
+    w(
+        "Note: requests/s of "
+        + " and ".join(varied)
+        + " varied a lot between repetitions while server and "
+        "generator both used well under a full core: other processes were sharing the 2 CPUs and each "
+        "request waits on two wake-ups. Requests per CPU-second, the figure the floors are about, stayed stable."
+    )
 saturated = [n for n in ("neurogc", "wrk") if med([r["server"] / r["wall"] for r in runs[n]]) > 0.9]
 if saturated:
     w("")
-    w("Note: with " + " and ".join(saturated) + " the one-thread server is saturated (>90 % of its core), so "
-      "requests/s is the server's limit, not the generator's; requests per CPU-second still compares what "
-      "each generator spends per request.")
+    w(
+        "Note: with "
+        + " and ".join(saturated)
+        + " the one-thread server is saturated (>90 % of its core), so "
+        "requests/s is the server's limit, not the generator's; requests per CPU-second still compares what "
+        "each generator spends per request."
+    )
 w("")
 rs = runs["neurogc_open"]
-w(f"Open loop, `neurogc load --rate {a.open_rate:,.0f}` for {a.dur:g} s: "
-  f"{fmt_range([r['n'] / a.dur for r in rs])} requests/s achieved, generator CPU "
-  f"{fmt_range([100 * r['cpu'] / r['wall'] for r in rs], '{:.0f}')} % of one core, "
-  f"{fmt_range([r['n'] / r['cpu'] for r in rs])} requests per CPU-second.")
+w(
+    f"Open loop, `neurogc load --rate {a.open_rate:,.0f}` for {a.dur:g} s: "
+    f"{fmt_range([r['n'] / a.dur for r in rs])} requests/s achieved, generator CPU "
+    f"{fmt_range([100 * r['cpu'] / r['wall'] for r in rs], '{:.0f}')} % of one core, "
+    f"{fmt_range([r['n'] / r['cpu'] for r in rs])} requests per CPU-second."
+)
 extra = [[float(x) for x in line.split()] for line in open(a.open_extra) if line.strip()]
-w(f"Dropped at the in-flight cap: {fmt_range([e[0] for e in extra])}; late starts (> 10 ms): "
-  f"{fmt_range([e[1] for e in extra])}; latency from the intended send time p50 "
-  f"{fmt_range([e[2] for e in extra], '{:.2f}')} ms, p99 {fmt_range([e[3] for e in extra], '{:.2f}')} ms.")
+w(
+    f"Dropped at the in-flight cap: {fmt_range([e[0] for e in extra])}; late starts (> 10 ms): "
+    f"{fmt_range([e[1] for e in extra])}; latency from the intended send time p50 "
+    f"{fmt_range([e[2] for e in extra], '{:.2f}')} ms, p99 {fmt_range([e[3] for e in extra], '{:.2f}')} ms."
+)
 w("")
-w(f"## The seed's load: 100 users, spawn 10/s, wait 0.1–0.5 s, {a.seed_dur:g} s (10 s of it ramp-up)")
+w(
+    f"## The seed's load: 100 users, spawn 10/s, wait 0.1–0.5 s, {a.seed_dur:g} s (10 s of it ramp-up)"
+)
 w("")
 w("| generator | requests/s | generator CPU-s | generator CPU (% of one core) |")
 w("|---|---:|---:|---:|")
 for name in ["neurogc_seed", "locust_seed"]:
     rs = runs[name]
-    w(f"| {label[name]} | {fmt_range([r['n'] / a.seed_dur for r in rs], '{:,.1f}')} | "
-      f"{fmt_range([r['cpu'] for r in rs], '{:.2f}')} | "
-      f"{fmt_range([100 * r['cpu'] / r['wall'] for r in rs], '{:.1f}')} % |")
+    w(
+        f"| {label[name]} | {fmt_range([r['n'] / a.seed_dur for r in rs], '{:,.1f}')} | "
+        f"{fmt_range([r['cpu'] for r in rs], '{:.2f}')} | "
+        f"{fmt_range([100 * r['cpu'] / r['wall'] for r in rs], '{:.1f}')} % |"
+    )
 w("")
 w("## Raw runs")
 w("")
@@ -124,5 +161,7 @@ w("| run | rep | requests | wall s | generator CPU-s | server CPU-s |")
 w("|---|---:|---:|---:|---:|---:|")
 for name, rs in runs.items():
     for r in rs:
-        w(f"| {name} | {r['rep']} | {r['n']} | {r['wall']:.2f} | {r['cpu']:.2f} | {r['server']:.2f} |")
+        w(
+            f"| {name} | {r['rep']} | {r['n']} | {r['wall']:.2f} | {r['cpu']:.2f} | {r['server']:.2f} |"
+        )
 print("\n".join(out))
