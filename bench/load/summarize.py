@@ -113,8 +113,8 @@ if varied:
         "Note: requests/s of "
         + " and ".join(varied)
         + " varied a lot between repetitions while server and "
-        "generator both used well under a full core: other processes were sharing the 2 CPUs and each "
-        "request waits on two wake-ups. Requests per CPU-second, the figure the floors are about, stayed stable."
+        "generator both used well under a full core: other processes were sharing the 2 CPUs (see the load "
+        "average above). Requests per CPU-second, the figure the floors are about, stayed stable."
     )
 saturated = [n for n in ("neurogc", "wrk") if med([r["server"] / r["wall"] for r in runs[n]]) > 0.9]
 if saturated:
