@@ -177,7 +177,7 @@
     deliveryMs: [], // ingest (server clock) -> message handled here
     sentToPageMs: [], // a client's `sent_ms` field -> message handled here
     onScreenMs: [], // ingest -> first redraw that includes the sample
-    renders: 0, renderMs: 0,
+    renders: 0, frameMs: 0,
   };
   let pendingScreen = [];
 
@@ -306,13 +306,25 @@
     return `${Math.abs(v) >= 100 || i === 0 ? v.toFixed(0) : v.toFixed(1)} ${units[i]}`;
   }
 
+  // Clock time on one line, as precise as the tick spacing needs.
+  const pad = (n, w = 2) => String(n).padStart(w, '0');
+  function fmtClock(secs, incr) {
+    const d = new Date(secs * 1000);
+    const hm = `${pad(d.getHours())}:${pad(d.getMinutes())}`;
+    if (incr >= 60) return hm;
+    const hms = `${hm}:${pad(d.getSeconds())}`;
+    return incr >= 1 ? hms : `${hms}.${pad(d.getMilliseconds(), 3)}`;
+  }
+
   function axes(unit, yValues, ySplits) {
     const stroke = css('--muted');
     const grid = { stroke: css('--grid'), width: 1 };
+    const x = { stroke, grid, ticks: grid, space: 70,
+      values: (u, splits, ax, space, incr) => splits.map((v) => fmtClock(v, incr)) };
     const y = { stroke, grid, ticks: grid, size: Y_AXIS_SIZE,
       values: yValues || ((u, splits) => splits.map((v) => fmt(v, unit))) };
     if (ySplits) y.splits = ySplits;
-    return [{ stroke, grid, ticks: grid }, y];
+    return [x, y];
   }
 
   // The x range: the whole window, or the last `rangeS` seconds of it.
@@ -373,7 +385,9 @@
       key.append(item);
     }
     el.append(key);
-    const radius = (ms) => Math.min(14, 2.5 + 2.2 * Math.log2(1 + ms));
+    const radius = (ms) => Math.min(14, 3 + 2.2 * Math.log2(1 + ms));
+    // One path per generation (a fill per marker is slow on a software canvas), and per lane
+    // and generation at most one marker per pixel column: the largest.
     const draw = (u) => {
       const { ctx } = u;
       const { left, top, width: w, height: h } = u.bbox;
@@ -382,23 +396,39 @@
       let i = 0;
       while (i < xs.length && xs[i] < x0) i++;
       const dpr = devicePixelRatio || 1;
+      const paths = GENS.map(() => new Path2D());
+      const last = new Map(); // lane*GENS+gen -> [px, r, cy]
+      const flush = (g, m) => {
+        paths[g].moveTo(m[0] + m[1], m[2]);
+        paths[g].arc(m[0], m[2], m[1], 0, 2 * Math.PI);
+      };
+      for (; i < xs.length && xs[i] <= x1; i++) {
+        const srv = table.order[table.rowServer[i]];
+        const px = Math.round(u.valToPos(xs[i], 'x', true));
+        GENS.forEach((g, gi) => {
+          const ms = srv.cols[g.key][i];
+          if (ms === null) return;
+          const k = srv.index * GENS.length + gi;
+          const r = radius(ms) * dpr;
+          const m = last.get(k);
+          if (m && m[0] === px) {
+            m[1] = Math.max(m[1], r);
+            return;
+          }
+          if (m) flush(gi, m);
+          last.set(k, [px, r, u.valToPos(laneOf(srv) + g.dy, 'y', true)]);
+        });
+      }
+      for (const [k, m] of last) flush(k % GENS.length, m);
       ctx.save();
       ctx.beginPath();
       ctx.rect(left, top, w, h);
       ctx.clip();
       ctx.globalAlpha = 0.78;
-      for (; i < xs.length && xs[i] <= x1; i++) {
-        const srv = table.order[table.rowServer[i]];
-        const cx = u.valToPos(xs[i], 'x', true);
-        for (const g of GENS) {
-          const ms = srv.cols[g.key][i];
-          if (ms === null) continue;
-          ctx.beginPath();
-          ctx.fillStyle = g.color;
-          ctx.arc(cx, u.valToPos(laneOf(srv) + g.dy, 'y', true), radius(ms) * dpr, 0, 2 * Math.PI);
-          ctx.fill();
-        }
-      }
+      GENS.forEach((g, gi) => {
+        ctx.fillStyle = g.color;
+        ctx.fill(paths[gi]);
+      });
       ctx.restore();
     };
     const u = new uPlot({
@@ -421,19 +451,28 @@
     return Math.floor((full - 12 * (cols - 1)) / cols) - 22;
   }
 
+  // Only charts on screen are redrawn; the others catch up when scrolled into view.
+  const onScreen = new IntersectionObserver((entries) => {
+    for (const e of entries) {
+      const c = charts.find((ch) => ch.el === e.target);
+      if (!c) continue;
+      c.visible = e.isIntersecting;
+      if (c.visible && c.stale) { c.stale = false; c.u.setData(c.data()); }
+    }
+  });
+
   function buildCharts() {
-    for (const c of charts) c.u.destroy();
+    for (const c of charts) { onScreen.unobserve(c.el); c.u.destroy(); }
     const box = $('charts');
     box.replaceChildren();
     charts = [];
     if (!table.order.length) return;
-    const gc = gcChart(chartWidth(true));
-    box.append(gc.el);
-    charts.push(gc);
-    for (const spec of CHARTS) {
-      const c = lineChart(spec, chartWidth(false));
+    charts.push(gcChart(chartWidth(true)));
+    for (const spec of CHARTS) charts.push(lineChart(spec, chartWidth(false)));
+    for (const c of charts) {
+      c.visible = true;
       box.append(c.el);
-      charts.push(c);
+      onScreen.observe(c.el);
     }
   }
 
@@ -490,15 +529,17 @@
   }
 
   // ---- the render loop ---------------------------------------------------------------------
-  function render() {
-    const t0 = performance.now();
+  function render(all = false) {
     evict();
     $('empty').hidden = table.order.length > 0;
     if (structureChanged) {
       buildCharts();
       structureChanged = false;
     } else {
-      for (const c of charts) c.u.setData(c.data());
+      for (const c of charts) {
+        if (c.visible || all) c.u.setData(c.data());
+        else c.stale = true;
+      }
     }
     renderCards();
     const n = table.order.reduce((a, s) => a + s.summary.samples, 0);
@@ -508,21 +549,25 @@
     for (const ms of pendingScreen) stats.onScreenMs.push(now - ms);
     pendingScreen = [];
     stats.renders++;
-    stats.renderMs += performance.now() - t0;
   }
 
-  // Redraws at most every RENDER_EVERY_MS, and never spends more than about half the time
-  // drawing, so a flood of samples slows the redraws, not the page.
+  // Redraws at most every RENDER_EVERY_MS, and spends at most about a third of the time drawing
+  // (the browser's paint included, measured up to the next task), so a flood of samples slows
+  // the redraws, never the handling of incoming messages.
   function loop() {
-    let spent = 0;
-    if (dirty) {
-      dirty = false;
-      const t0 = performance.now();
-      render();
-      spent = performance.now() - t0;
+    if (!dirty) {
+      if (connState === 'reconnecting') setConn('reconnecting');
+      setTimeout(loop, RENDER_EVERY_MS);
+      return;
     }
-    if (connState === 'reconnecting') setConn('reconnecting');
-    setTimeout(loop, Math.max(RENDER_EVERY_MS, 2 * spent));
+    dirty = false;
+    const t0 = performance.now();
+    render();
+    setTimeout(() => {
+      const spent = performance.now() - t0;
+      stats.frameMs += spent;
+      setTimeout(loop, Math.min(2000, Math.max(RENDER_EVERY_MS, 2 * spent)));
+    }, 0);
   }
 
   // ---- controls ----------------------------------------------------------------------------
@@ -541,10 +586,15 @@
   $('range').addEventListener('change', (e) => {
     rangeS = Number(e.target.value);
     dirty = true;
-    for (const c of charts) c.u.setData(c.data());
   });
+  // Charts are sized to the page's width; rebuild them when it changes (not when the height
+  // does, which every rebuild itself changes).
   let resizeTimer = null;
+  let lastWidth = $('charts').clientWidth;
   new ResizeObserver(() => {
+    const width = $('charts').clientWidth;
+    if (width === lastWidth) return;
+    lastWidth = width;
     clearTimeout(resizeTimer);
     resizeTimer = setTimeout(() => { structureChanged = true; dirty = true; }, 150);
   }).observe($('charts'));
@@ -586,14 +636,14 @@
       received: stats.received, history: stats.history, live: stats.live,
       lagged: stats.lagged, seqGaps: stats.seqGaps, lastSeq: stats.lastSeq,
       connects: stats.connects, renders: stats.renders,
-      meanRenderMs: stats.renders ? stats.renderMs / stats.renders : null,
+      meanFrameMs: stats.renders ? stats.frameMs / stats.renders : null,
       delivery: summary(stats.deliveryMs), sentToPage: summary(stats.sentToPageMs),
       onScreen: summary(stats.onScreenMs),
     }),
     /** Clears the delay measurements (counters stay). */
     resetDelays() { stats.deliveryMs = []; stats.sentToPageMs = []; stats.onScreenMs = []; },
-    /** Draws now instead of at the next tick. */
-    renderNow() { render(); dirty = false; },
+    /** Draws every chart now (also those scrolled out of view), e.g. before a screenshot. */
+    renderNow() { render(true); dirty = false; },
   };
 
   applyTheme(document.documentElement.dataset.theme || 'light');

@@ -19,7 +19,9 @@ function startDashboard(args = [], { port = 0 } = {}) {
   if (!fs.existsSync(BIN)) {
     throw new Error(`neurogc binary not found at ${BIN} (build it, or set NEUROGC_BIN)`);
   }
-  const child = spawn(BIN, ['dashboard', '--port', String(port), ...args], {
+  // The crate's `dashboard` example is the same command without the CLI around it.
+  const sub = path.basename(BIN) === 'dashboard' ? [] : ['dashboard'];
+  const child = spawn(BIN, [...sub, '--port', String(port), ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
