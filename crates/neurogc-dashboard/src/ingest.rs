@@ -212,9 +212,9 @@ pub fn as_bool(v: &Value) -> Option<bool> {
             "False" | "false" | "0" => Some(false),
             _ => None,
         },
-        Value::Number(n) => match n.as_f64() {
-            Some(x) if x == 0.0 => Some(false),
-            Some(x) if x == 1.0 => Some(true),
+        Value::Number(n) => match n.as_f64()? {
+            0.0 => Some(false),
+            1.0 => Some(true),
             _ => None,
         },
         _ => None,
