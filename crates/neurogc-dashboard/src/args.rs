@@ -22,11 +22,21 @@ pub struct DashboardArgs {
     pub replay: Option<PathBuf>,
 
     /// Replay speed: 10 plays ten seconds of recording per second.
-    #[arg(long, default_value_t = 1.0, value_name = "FACTOR")]
+    #[arg(
+        long,
+        default_value_t = 1.0,
+        value_name = "FACTOR",
+        allow_negative_numbers = true
+    )]
     pub speed: f64,
 
     /// Seconds of samples kept per server (counted back from its newest sample).
-    #[arg(long, default_value_t = 600.0, value_name = "SECS")]
+    #[arg(
+        long,
+        default_value_t = 600.0,
+        value_name = "SECS",
+        allow_negative_numbers = true
+    )]
     pub window: f64,
 
     /// Samples kept per server at most.
@@ -63,5 +73,44 @@ impl DashboardArgs {
             },
             max_body: self.max_body,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: DashboardArgs,
+    }
+
+    fn parse(argv: &[&str]) -> anyhow::Result<Config> {
+        let cli = Cli::try_parse_from(std::iter::once("dashboard").chain(argv.iter().copied()))?;
+        cli.args.config()
+    }
+
+    #[test]
+    fn defaults_are_loopback_8003() {
+        let c = parse(&[]).unwrap();
+        assert_eq!(c.bind.to_string(), "127.0.0.1");
+        assert_eq!(c.port, 8003);
+        assert_eq!(c.max_body, 4 << 20);
+    }
+
+    #[test]
+    fn bad_values_are_errors_that_name_the_option() {
+        for (argv, opt) in [
+            (&["--speed", "0"][..], "--speed"),
+            (&["--speed", "-2"], "--speed"),
+            (&["--window", "0"], "--window"),
+            (&["--max-samples", "0"], "--max-samples"),
+        ] {
+            let err = parse(argv).unwrap_err().to_string();
+            assert!(err.contains(opt), "{err}");
+        }
+        assert!(parse(&["--bind", "not-an-address"]).is_err());
     }
 }

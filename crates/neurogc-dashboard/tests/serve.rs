@@ -64,3 +64,26 @@ async fn binds_loopback_by_default_and_names_a_taken_port() {
         .await,
     );
 }
+
+/// What `collect --dashboard` / `bench --dashboard` use: a dashboard on its own thread.
+#[test]
+fn background_dashboard_serves_until_dropped() {
+    let bg = neurogc_dashboard::Background::start(Config {
+        port: 0,
+        ..Config::default()
+    })
+    .unwrap();
+    let addr = bg.addr();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let r = rt.block_on(common::post_json(addr, &common::sample("a", 1.0)));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(bg.store().status().ingested, 1);
+    drop(bg);
+    assert!(
+        std::net::TcpStream::connect(addr).is_err(),
+        "stopped listening"
+    );
+}
