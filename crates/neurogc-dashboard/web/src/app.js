@@ -50,6 +50,7 @@
     rowServer: [], // index into `order` of the server each row belongs to
     servers: new Map(), // name -> {name, index, color, cols: {column: []}, summary}
     order: [], // servers in first-seen order
+    measured: new Set(), // columns with at least one value (a chart with none is hidden)
   };
   let windowS = 600;
   let maxPerServer = 20000;
@@ -78,6 +79,7 @@
     table.rowServer = [];
     table.servers = new Map();
     table.order = [];
+    table.measured = new Set();
     structureChanged = true;
   }
 
@@ -125,6 +127,7 @@
     const i = insertionIndex(s.time);
     const atEnd = i === table.xs.length;
     const put = (arr, v) => (atEnd ? arr.push(v) : arr.splice(i, 0, v));
+    for (const c of COLUMNS) if (vals[c] !== null) table.measured.add(c);
     put(table.xs, s.time);
     put(table.rowServer, srv.index);
     for (const other of table.order) {
@@ -523,8 +526,10 @@
       set('rps', fmt(s.rps));
       set('pause', s.maxPause === null ? '–' : `${fmt(s.maxPause)} ms`);
       set('n', String(s.samples));
+      const last = new Date(s.lastTime * 1000);
+      const today = last.toDateString() === new Date().toDateString();
       card.querySelector('.age').textContent =
-        `last sample ${new Date(s.lastTime * 1000).toLocaleTimeString()}`;
+        `last sample ${today ? last.toLocaleTimeString() : last.toLocaleString()}`;
     });
   }
 
@@ -540,6 +545,9 @@
         if (c.visible || all) c.u.setData(c.data());
         else c.stale = true;
       }
+    }
+    for (const c of charts) {
+      c.el.hidden = c.spec.fields ? !c.spec.fields.some((f) => table.measured.has(f.key)) : false;
     }
     renderCards();
     const n = table.order.reduce((a, s) => a + s.summary.samples, 0);
@@ -603,8 +611,10 @@
   window.neurogcDashboard = {
     /** Metric columns the charts draw (sample field names, plus gc0/gc1/gc2/gcany markers). */
     metrics: COLUMNS.slice(),
-    /** Chart ids on the page, in order. */
+    /** Ids of the charts on the page, in order (hidden ones, with no data yet, included). */
     charts: () => charts.map((c) => c.spec.id),
+    /** Ids of the charts shown (those with data). */
+    shownCharts: () => charts.filter((c) => !c.el.hidden).map((c) => c.spec.id),
     /** Server names, in first-seen order. */
     servers: () => table.order.map((s) => s.name),
     /** `[[time, value], …]` the charts hold for one metric of one server (value in chart units). */

@@ -137,6 +137,7 @@ test('--replay plays the seed benchmark CSV into the page', { timeout: 30000 }, 
   assert.deepEqual((await api(page, 'servers')).sort(), ['with_gc', 'without_gc']);
   assert.equal((await api(page, 'points', 'p99', 'with_gc')).length, 35);
   assert.match(dash.output(), /replay: 70 samples of 2 \(.*\) from 1 file/);
+  assert.ok(!(await api(page, 'shownCharts')).includes('rss'), 'the seed measured no RSS: no empty chart');
   await page.evaluate(() => window.neurogcDashboard.renderNow());
   await page.screenshot({ path: path.join(ARTIFACTS, 'dashboard-replay.png'), fullPage: true });
 });
