@@ -183,6 +183,12 @@
     renders: 0, frameMs: 0,
   };
   let pendingScreen = [];
+  const MAX_DELAYS = 100000; // per measurement; older halves are dropped on a long session
+
+  function record(values, v) {
+    if (values.length >= MAX_DELAYS) values.splice(0, MAX_DELAYS / 2);
+    values.push(v);
+  }
 
   function percentile(values, p) {
     if (!values.length) return null;
@@ -249,11 +255,8 @@
   function handle(msg) {
     switch (msg.type) {
       case 'hello':
-        if (!msg.resumed) {
-          // A new dashboard process (or our first connection): its history replaces ours.
-          resetTable();
-          for (const k of ['seqGaps']) stats[k] = 0;
-        }
+        // A new dashboard process (or our first connection): its history replaces ours.
+        if (!msg.resumed) resetTable();
         instance = msg.instance;
         windowS = msg.window_s;
         maxPerServer = msg.max_per_server;
@@ -270,8 +273,8 @@
           if (s.seq !== stats.lastSeq + 1) stats.seqGaps += Math.max(0, s.seq - stats.lastSeq - 1);
           stats.lastSeq = Math.max(stats.lastSeq, s.seq);
           addSample(s);
-          stats.deliveryMs.push(now - s.ingest_ms);
-          if (typeof s.sent_ms === 'number') stats.sentToPageMs.push(now - s.sent_ms);
+          record(stats.deliveryMs, now - s.ingest_ms);
+          if (typeof s.sent_ms === 'number') record(stats.sentToPageMs, now - s.sent_ms);
           pendingScreen.push(s.ingest_ms);
         }
         stats.live += msg.samples.length;
@@ -554,7 +557,7 @@
     $('totals').textContent = `${table.order.length} server${table.order.length === 1 ? '' : 's'}` +
       ` · ${n} samples`;
     const now = Date.now();
-    for (const ms of pendingScreen) stats.onScreenMs.push(now - ms);
+    for (const ms of pendingScreen) record(stats.onScreenMs, now - ms);
     pendingScreen = [];
     stats.renders++;
   }
