@@ -163,10 +163,13 @@ impl Sampler {
 
     fn take_sample(&mut self) -> Result<Interpreter, String> {
         let counters = self.reader.read();
-        let Some(sample) = Python::try_attach(|py| self.sample_and_decide(py, counters)) else {
+        let mut sample = self.close_interval(counters);
+        // Model inference, if the policy has a model, runs here: detached from the interpreter.
+        self.policy.observe(&sample);
+        let Some(decided) = Python::try_attach(|py| self.decide_on_sample(py, &mut sample)) else {
             return Ok(Interpreter::Gone);
         };
-        let sample = sample?;
+        decided?;
         if let Some(csv) = &mut self.csv {
             if let Err(e) = csv.write(&sample) {
                 let message = format!(
@@ -181,25 +184,27 @@ impl Sampler {
         Ok(Interpreter::Alive)
     }
 
-    /// Closes the interval into a sample, then lets the policy act on it (the seed's policy feeds
-    /// it to its model). The policy's own collection shows in the next interval's statistics.
-    /// Creates no Python object while holding an agent lock: the windows are swapped in pure Rust.
-    fn sample_and_decide(
-        &mut self,
-        py: Python<'_>,
-        counters: ProcessCounters,
-    ) -> Result<Sample, String> {
-        let shared = self.shared.clone();
-        let mut gc = PyGc::new(py, &shared)?;
-        let gc_count = gc.count()?;
-        let gc_enabled = gc.is_enabled()?;
+    /// Closes the interval into a sample (all but the GC-state fields, which need the
+    /// interpreter) and adds it to the totals. Pure Rust: agent locks only for the swaps.
+    fn close_interval(&mut self, counters: ProcessCounters) -> Sample {
         let now = Instant::now();
         let elapsed = (now - self.last_sample).as_secs_f64().max(1e-9);
         let requests = self.shared.take_request_window();
         let gc_window = self.shared.take_gc_window();
         let rates = self.reader.rates(&self.last_counters, &counters, elapsed);
         let latency = requests.summary();
-        let mut sample = Sample {
+        {
+            let mut totals = lock(&self.shared.totals);
+            totals.requests += requests.requests;
+            totals.errors += requests.errors;
+            totals.bytes_in += requests.bytes_in;
+            totals.bytes_out += requests.bytes_out;
+            totals.gc.add(&gc_window);
+            totals.samples += 1;
+        }
+        self.last_sample = now;
+        self.last_counters = counters;
+        Sample {
             time: unix_now(),
             cpu: rates.cpu_percent,
             mem: rates.mem_percent,
@@ -220,16 +225,23 @@ impl Sampler {
             p50: latency.p50,
             max_latency: latency.max,
             gc: gc_window.generations,
-            gc_count,
-            gc_enabled,
             policy: self.policy.spec().to_string(),
             ..Sample::default()
-        };
+        }
+    }
+
+    /// With the interpreter: reads the collector's state into the sample and lets the policy
+    /// act on it. The policy's own collection shows in the next interval's statistics.
+    fn decide_on_sample(&mut self, py: Python<'_>, sample: &mut Sample) -> Result<(), String> {
+        let shared = self.shared.clone();
+        let mut gc = PyGc::new(py, &shared)?;
+        sample.gc_count = gc.count()?;
+        sample.gc_enabled = gc.is_enabled()?;
         let obs = Observation {
             elapsed: self.started.elapsed(),
-            rss_bytes: counters.rss_bytes,
-            gc_count,
-            sample: Some(&sample),
+            rss_bytes: sample.rss_bytes,
+            gc_count: sample.gc_count,
+            sample: Some(sample),
         };
         self.act(&mut gc, &obs)?;
         if let Some(decision) = self.policy.last_decision() {
@@ -241,20 +253,9 @@ impl Sampler {
             sample.policy_reason = last.reason.clone();
         }
         sample.policy_actions = self.actions.len() as u64;
-        {
-            let mut totals = lock(&self.shared.totals);
-            totals.requests += requests.requests;
-            totals.errors += requests.errors;
-            totals.bytes_in += requests.bytes_in;
-            totals.bytes_out += requests.bytes_out;
-            totals.gc.add(&gc_window);
-            totals.policy_actions += self.actions.len() as u64;
-            totals.samples += 1;
-        }
+        lock(&self.shared.totals).policy_actions += self.actions.len() as u64;
         self.actions.clear();
-        self.last_sample = now;
-        self.last_counters = counters;
-        Ok(sample)
+        Ok(())
     }
 }
 

@@ -38,14 +38,14 @@ impl Dense {
     }
 
     /// `y = b + W x`.
-    #[inline]
+    #[inline(always)]
     pub fn forward(&self, x: &[f32], y: &mut [f32]) {
         y.copy_from_slice(&self.bias);
         self.accumulate(x, y);
     }
 
     /// `y += W x` (no bias).
-    #[inline]
+    #[inline(always)]
     pub fn accumulate(&self, x: &[f32], y: &mut [f32]) {
         debug_assert_eq!(x.len(), self.inputs);
         debug_assert_eq!(y.len(), self.outputs);
@@ -53,16 +53,43 @@ impl Dense {
     }
 }
 
+/// Outputs accumulated in registers at a time: 64 f32 = 8 AVX registers, enough independent
+/// FMA chains to keep both FMA ports busy while each weight column streams through once.
+const BLOCK: usize = 64;
+
 #[inline(always)]
 fn axpy_columns_generic<const FMA: bool>(wt: &[f32], x: &[f32], y: &mut [f32]) {
     let n = y.len();
-    for (column, &xi) in wt.chunks_exact(n).zip(x) {
-        for (yo, &w) in y.iter_mut().zip(column) {
-            *yo = if FMA {
-                w.mul_add(xi, *yo)
-            } else {
-                *yo + w * xi
-            };
+    let mut start = 0;
+    while start + BLOCK <= n {
+        let mut acc = [0f32; BLOCK];
+        acc.copy_from_slice(&y[start..start + BLOCK]);
+        for (i, &xi) in x.iter().enumerate() {
+            let column: &[f32; BLOCK] = wt[i * n + start..i * n + start + BLOCK]
+                .try_into()
+                .expect("block in range");
+            for k in 0..BLOCK {
+                acc[k] = if FMA {
+                    column[k].mul_add(xi, acc[k])
+                } else {
+                    acc[k] + column[k] * xi
+                };
+            }
+        }
+        y[start..start + BLOCK].copy_from_slice(&acc);
+        start += BLOCK;
+    }
+    if start < n {
+        // The remainder (outputs not a multiple of the block): one pass per column.
+        for (i, &xi) in x.iter().enumerate() {
+            let column = &wt[i * n + start..(i + 1) * n];
+            for (yo, &w) in y[start..].iter_mut().zip(column) {
+                *yo = if FMA {
+                    w.mul_add(xi, *yo)
+                } else {
+                    *yo + w * xi
+                };
+            }
         }
     }
 }
@@ -73,7 +100,7 @@ unsafe fn axpy_columns_avx2(wt: &[f32], x: &[f32], y: &mut [f32]) {
     axpy_columns_generic::<true>(wt, x, y)
 }
 
-#[inline]
+#[inline(always)]
 fn axpy_columns(wt: &[f32], x: &[f32], y: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if has_avx2_fma() {
@@ -83,8 +110,10 @@ fn axpy_columns(wt: &[f32], x: &[f32], y: &mut [f32]) {
     axpy_columns_generic::<false>(wt, x, y)
 }
 
+/// Whether this CPU runs the AVX2+FMA builds of the kernels (checked once).
 #[cfg(target_arch = "x86_64")]
-fn has_avx2_fma() -> bool {
+#[inline]
+pub fn has_avx2_fma() -> bool {
     use std::sync::OnceLock;
     static DETECTED: OnceLock<bool> = OnceLock::new();
     *DETECTED.get_or_init(|| {
@@ -99,8 +128,11 @@ pub fn exp(x: f32) -> f32 {
     const LOG2E: f32 = std::f32::consts::LOG2_E;
     const LN2_HI: f32 = 0.693_145_75;
     const LN2_LO: f32 = 1.428_606_8e-6;
+    // Adding and subtracting 1.5·2²³ rounds to the nearest integer without a libm call, so
+    // loops over slices stay vectorised.
+    const ROUNDER: f32 = 12_582_912.0;
     let x = x.clamp(-87.0, 87.0);
-    let n = (x * LOG2E).round();
+    let n = (x * LOG2E + ROUNDER) - ROUNDER;
     let r = x - n * LN2_HI - n * LN2_LO;
     // Taylor coefficients 1/k!, evaluated by Horner.
     let p = 1.0
@@ -124,24 +156,28 @@ pub fn tanh(x: f32) -> f32 {
     2.0 * sigmoid(2.0 * x) - 1.0
 }
 
+#[inline(always)]
 pub fn sigmoid_in_place(v: &mut [f32]) {
     for x in v {
         *x = sigmoid(*x);
     }
 }
 
+#[inline(always)]
 pub fn tanh_in_place(v: &mut [f32]) {
     for x in v {
         *x = tanh(*x);
     }
 }
 
+#[inline(always)]
 pub fn relu_in_place(v: &mut [f32]) {
     for x in v {
         *x = x.max(0.0);
     }
 }
 
+#[inline(always)]
 /// LayerNorm over `x` with PyTorch's biased variance and `eps`.
 pub fn layer_norm(x: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
     let n = x.len() as f32;

@@ -80,6 +80,9 @@ pub struct Metrics {
     /// Share of validation windows whose target exceeds the threshold.
     pub val_positive_rate: Option<f64>,
     pub epochs: Option<usize>,
+    /// Median wall time of one training epoch.
+    #[serde(default)]
+    pub epoch_seconds_median: Option<f64>,
     pub seconds: Option<f64>,
 }
 

@@ -1,7 +1,7 @@
 //! Forward passes of the neural models, written to mirror their PyTorch definitions.
 //! Each takes a normalised window (time-major, `window × N_FEATURES`) and returns the sigmoid output.
 
-use crate::linalg::{layer_norm, relu_in_place, sigmoid, sigmoid_in_place, tanh, Dense};
+use crate::linalg::{layer_norm, relu_in_place, sigmoid, sigmoid_in_place, tanh_in_place, Dense};
 use crate::model::{ModelError, TensorMap};
 
 /// PyTorch's LayerNorm default.
@@ -56,6 +56,23 @@ impl Lstm {
     }
 
     pub fn forward(&self, x: &[f32], window: usize, scratch: &mut [f32]) -> f32 {
+        #[cfg(target_arch = "x86_64")]
+        if crate::linalg::has_avx2_fma() {
+            // SAFETY: the CPU supports AVX2 and FMA (checked at run time).
+            return unsafe { self.forward_avx2(x, window, scratch) };
+        }
+        self.forward_impl(x, window, scratch)
+    }
+
+    /// The same code, compiled with AVX2+FMA: every helper is `#[inline(always)]`.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn forward_avx2(&self, x: &[f32], window: usize, scratch: &mut [f32]) -> f32 {
+        self.forward_impl(x, window, scratch)
+    }
+
+    #[inline(always)]
+    fn forward_impl(&self, x: &[f32], window: usize, scratch: &mut [f32]) -> f32 {
         let h_n = self.hidden;
         let (gates, rest) = scratch.split_at_mut(4 * h_n);
         let (h, rest) = rest.split_at_mut(h_n);
@@ -80,9 +97,15 @@ impl Lstm {
                 sigmoid_in_place(i_g);
                 sigmoid_in_place(f_g);
                 sigmoid_in_place(o_g);
+                tanh_in_place(g_g);
                 for j in 0..h_n {
-                    c[j] = f_g[j] * c[j] + i_g[j] * tanh(g_g[j]);
-                    h[j] = o_g[j] * tanh(c[j]);
+                    c[j] = f_g[j] * c[j] + i_g[j] * g_g[j];
+                }
+                // tanh(c) goes through the i gate's slot, which is no longer needed.
+                i_g.copy_from_slice(c);
+                tanh_in_place(i_g);
+                for j in 0..h_n {
+                    h[j] = o_g[j] * i_g[j];
                 }
                 output[t * h_n..(t + 1) * h_n].copy_from_slice(h);
             }
@@ -205,6 +228,22 @@ impl Transformer {
     }
 
     pub fn forward(&self, x_in: &[f32], window: usize, scratch: &mut [f32]) -> f32 {
+        #[cfg(target_arch = "x86_64")]
+        if crate::linalg::has_avx2_fma() {
+            // SAFETY: the CPU supports AVX2 and FMA (checked at run time).
+            return unsafe { self.forward_avx2(x_in, window, scratch) };
+        }
+        self.forward_impl(x_in, window, scratch)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn forward_avx2(&self, x_in: &[f32], window: usize, scratch: &mut [f32]) -> f32 {
+        self.forward_impl(x_in, window, scratch)
+    }
+
+    #[inline(always)]
+    fn forward_impl(&self, x_in: &[f32], window: usize, scratch: &mut [f32]) -> f32 {
         let d = self.d;
         let dh = d / self.heads;
         let scale = 1.0 / (dh as f32).sqrt();

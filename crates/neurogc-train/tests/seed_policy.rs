@@ -63,6 +63,7 @@ fn a_trained_model_fires_where_the_target_is_high() {
             gc_triggered: r[9] > 0.5,
             ..Sample::default()
         };
+        policy.observe(&sample);
         let obs = Observation {
             sample: Some(&sample),
             ..Observation::default()

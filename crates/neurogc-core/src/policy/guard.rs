@@ -125,6 +125,10 @@ impl Policy for MemoryGuard {
         Some(self.inner.next_tick().map_or(guard, |t| t.min(guard)))
     }
 
+    fn observe(&mut self, sample: &crate::sample::Sample) {
+        self.inner.observe(sample)
+    }
+
     fn last_decision(&self) -> Option<super::Decision> {
         self.inner.last_decision()
     }

@@ -80,6 +80,9 @@ pub trait Policy: Send {
     fn next_tick(&self) -> Option<Duration> {
         None
     }
+    /// Sees each interval's sample before `tick`, with the interpreter released: a model's
+    /// forward pass belongs here, so it never holds the GIL.
+    fn observe(&mut self, _sample: &crate::sample::Sample) {}
     /// The model's output at the last sample tick, for policies that have a model.
     fn last_decision(&self) -> Option<Decision> {
         None

@@ -66,25 +66,30 @@ impl Policy for SeedPolicy {
         Ok(vec![])
     }
 
-    fn tick(&mut self, gc: &mut dyn GcControl, obs: &Observation) -> Result<Vec<Action>, GcError> {
-        let Some(sample) = obs.sample else {
-            return Ok(vec![]);
-        };
+    fn observe(&mut self, sample: &Sample) {
         let x = features(sample, self.predictor.model());
-        let Some(output) = self.predictor.push(x) else {
-            self.last = None; // the window is still filling
-            return Ok(vec![]);
-        };
-        let fired = output > self.threshold;
-        self.last = Some(Decision {
+        // None while the window is still filling.
+        self.last = self.predictor.push(x).map(|output| Decision {
             output: output as f64,
-            fired,
+            fired: output > self.threshold,
         });
-        if fired {
-            let reason = format!("model output {output:.3} > threshold {:.3}", self.threshold);
-            return Ok(vec![collect_full(gc, reason)?]);
+    }
+
+    fn tick(&mut self, gc: &mut dyn GcControl, obs: &Observation) -> Result<Vec<Action>, GcError> {
+        // Act only at sample ticks, on the decision `observe` made for this sample.
+        match (obs.sample, self.last) {
+            (
+                Some(_),
+                Some(Decision {
+                    output,
+                    fired: true,
+                }),
+            ) => {
+                let reason = format!("model output {output:.3} > threshold {:.3}", self.threshold);
+                Ok(vec![collect_full(gc, reason)?])
+            }
+            _ => Ok(vec![]),
         }
-        Ok(vec![])
     }
 
     fn last_decision(&self) -> Option<Decision> {
