@@ -9,16 +9,21 @@ CARGO ?= cargo
 # Extra interpreters the suite also runs on, where pyenv provides them (abi3: one wheel for all).
 EXTRA_PYTHONS ?= 3.9 3.12 3.13
 PY_DEPS := maturin==1.16.* pytest==8.* fastapi uvicorn ruff==0.*
-# Debian packages the project needs (checked with dpkg, installed with apt-get when missing).
-DEB_PACKAGES ?=
+# Debian packages the project needs (checked with dpkg, installed with apt-get when missing):
+# Chromium for the dashboard's browser tests.
+DEB_PACKAGES ?= chromium
+# The dashboard's web page: uPlot (embedded in the binary) and the browser-test tools, from npm.
+WEB := crates/neurogc-dashboard/web
+NPM_STAMP := $(WEB)/node_modules/.package-lock.json
+WEB_SOURCES := $(shell find $(WEB)/src -type f 2>/dev/null)
 
 RUST_SOURCES := $(shell find crates -name '*.rs' -o -name Cargo.toml 2>/dev/null) Cargo.toml Cargo.lock
 PY_SOURCES := $(shell find python -name '*.py' 2>/dev/null) pyproject.toml
 WHEEL_STAMP := target/wheels/.built
 
-.PHONY: setup demo test test-rust test-python test-python-versions lint fmt bench clean system-packages
+.PHONY: setup demo test test-rust test-python test-python-versions test-web lint fmt bench bench-load bench-models clean system-packages
 
-setup: system-packages $(VENV)/.deps $(VENV)/.neurogc $(VENV)/bin/neurogc
+setup: system-packages $(NPM_STAMP) $(VENV)/.deps $(VENV)/.neurogc $(VENV)/bin/neurogc
 
 system-packages:
 	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -27,6 +32,10 @@ system-packages:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
 	fi
+
+$(NPM_STAMP): $(WEB)/package.json $(WEB)/package-lock.json
+	cd $(WEB) && npm ci --no-audit --no-fund
+	@touch $@
 
 $(VENV)/.deps: Makefile
 	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
@@ -44,7 +53,7 @@ $(VENV)/.neurogc: $(WHEEL_STAMP)
 	$(VPY) -m pip install -q --force-reinstall --no-deps target/wheels/neurogc-*.whl
 	@touch $@
 
-target/release/neurogc: $(RUST_SOURCES) python/neurogc/_bootstrap/sitecustomize.py
+target/release/neurogc: $(RUST_SOURCES) $(WEB_SOURCES) $(NPM_STAMP) python/neurogc/_bootstrap/sitecustomize.py
 	$(CARGO) build --release -q -p neurogc-cli
 
 $(VENV)/bin/neurogc: target/release/neurogc $(VENV)/.deps
@@ -53,7 +62,7 @@ $(VENV)/bin/neurogc: target/release/neurogc $(VENV)/.deps
 demo: setup
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m neurogc.demo.quickrun
 
-test: setup lint test-rust test-python test-python-versions
+test: setup lint test-rust test-python test-python-versions test-web
 
 lint: setup
 	$(CARGO) fmt --all -- --check
@@ -62,7 +71,7 @@ lint: setup
 	$(VENV)/bin/ruff format --check python tests bench
 
 # --release shares compiled dependencies with the release binary (and trains test models fast).
-test-rust:
+test-rust: $(NPM_STAMP)
 	$(CARGO) test --release -q --workspace --exclude neurogc-agent
 
 test-python: setup
@@ -81,13 +90,26 @@ test-python-versions: $(WHEEL_STAMP)
 	  PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $$venv/bin/python -m pytest -q -p no:cacheprovider tests || exit 1; \
 	done
 
+# The dashboard in a real headless Chromium (playwright-core), against the release binary.
+test-web: system-packages target/release/neurogc $(NPM_STAMP)
+	cd $(WEB) && NEUROGC_BIN=$(CURDIR)/target/release/neurogc npm test
+
 fmt:
 	$(CARGO) fmt --all
 	$(VENV)/bin/ruff format python tests bench
 	$(VENV)/bin/ruff check --fix python tests bench
 
+# Agent overhead (bench/results/agent_overhead.md).
 bench: setup
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) bench/agent_overhead.py
 
+# neurogc load vs wrk vs Locust (bench/load/RESULTS.md); installs wrk and Locust itself.
+bench-load: setup
+	bash bench/load/run.sh
+
+# Models vs PyTorch (bench/models/RESULTS.md); installs torch into .venv-bench itself.
+bench-models: setup
+	bash bench/models/run.sh
+
 clean:
-	rm -rf target $(VENV) .venv-py*
+	rm -rf target $(VENV) .venv-py* $(WEB)/node_modules

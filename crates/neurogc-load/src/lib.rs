@@ -21,7 +21,6 @@ pub mod args;
 pub mod client;
 mod engine;
 pub mod report;
-mod rng;
 pub mod schedule;
 pub mod stats;
 pub mod tasks;

@@ -3,7 +3,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 
-use crate::rng::Rng;
+use neurogc_rng::Rng;
 
 /// Spacing of open-loop arrivals.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

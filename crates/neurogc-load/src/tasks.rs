@@ -15,7 +15,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 
-use crate::rng::Rng;
+use neurogc_rng::Rng;
 
 /// One kind of request a user can send.
 #[derive(Debug, Clone, PartialEq)]

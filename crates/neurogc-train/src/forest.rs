@@ -5,7 +5,7 @@
 
 use neurogc_model::forest::Forest;
 
-use crate::rng::Rng;
+use neurogc_rng::Rng;
 
 #[derive(Clone, Copy, Debug)]
 pub struct ForestConfig {
@@ -59,7 +59,7 @@ pub fn train(x: &[f32], y: &[f32], p: usize, config: ForestConfig, rng: &mut Rng
     let binned = bin(x, n, p);
     let mut forest = Forest::default();
     for _ in 0..config.trees {
-        let sample: Vec<usize> = (0..n).map(|_| rng.below(n)).collect();
+        let sample: Vec<usize> = (0..n).map(|_| rng.index(n)).collect();
         forest.roots.push(forest.feature.len() as i32);
         grow(&mut forest, &binned, y, sample, 0, &config, rng);
     }
@@ -143,7 +143,7 @@ mod tests {
         let mut y = Vec::new();
         for i in 0..n {
             let a = i as f32 / n as f32;
-            x.extend_from_slice(&[a, rng.uniform(), rng.uniform()]);
+            x.extend_from_slice(&[a, rng.next_f32(), rng.next_f32()]);
             y.push(if a > 0.5 { 0.9 } else { 0.1 });
         }
         let config = ForestConfig {

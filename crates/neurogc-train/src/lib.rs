@@ -10,7 +10,6 @@ pub mod forest;
 pub mod import;
 pub mod model_io;
 pub mod nets;
-pub mod rng;
 pub mod train;
 pub mod windows;
 

@@ -7,7 +7,7 @@ use candle_nn::{LayerNorm, Linear, VarBuilder, VarMap, LSTM};
 use neurogc_model::nets::sinusoidal_positions;
 use neurogc_model::{Architecture, N_FEATURES};
 
-use crate::rng::Rng;
+use neurogc_rng::Rng;
 
 /// PyTorch-style uniform initialisation, drawn from our seeded generator.
 fn init(varmap: &VarMap, name: &str, shape: &[usize], bound: f32, rng: &mut Rng) -> Result<()> {
@@ -45,7 +45,7 @@ pub fn dropout(x: &Tensor, p: f32, rng: &mut Rng) -> Result<Tensor> {
     }
     let keep = 1.0 / (1.0 - p);
     let mask: Vec<f32> = (0..x.elem_count())
-        .map(|_| if rng.uniform() < p { 0.0 } else { keep })
+        .map(|_| if rng.next_f32() < p { 0.0 } else { keep })
         .collect();
     x * Tensor::from_vec(mask, x.shape(), x.device())?
 }

@@ -17,8 +17,8 @@ use crate::dataset::Series;
 use crate::forest::{self, ForestConfig};
 use crate::model_io::{self, Saved};
 use crate::nets::Net;
-use crate::rng::Rng;
 use crate::windows::{prepare, Examples, Labeller};
+use neurogc_rng::Rng;
 
 /// Largest difference tolerated between candle's outputs and the agent's inference.
 pub const PARITY_TOLERANCE: f32 = 1e-5;

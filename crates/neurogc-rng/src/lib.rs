@@ -1,5 +1,7 @@
-//! A tiny seeded PRNG (SplitMix64). Load generation needs reproducible, fast, good-enough
-//! randomness for task picks, waits and Poisson gaps — not cryptography — so no `rand` dependency.
+//! A tiny seeded PRNG (SplitMix64), shared by the load generator (task picks, waits, Poisson gaps)
+//! and the trainer (initialisation, shuffles, dropout masks, bootstrap samples). Both need
+//! reproducible, fast, good-enough randomness — not cryptography — so no `rand` dependency, and
+//! `--seed` repeats a run bit for bit.
 
 /// SplitMix64 (Steele, Lea, Flood 2014): passes BigCrush, one add and three xor-shift-multiplies.
 #[derive(Debug, Clone)]
@@ -29,9 +31,31 @@ impl Rng {
         (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
+    /// Uniform in [0, 1) with 24 bits of precision.
+    pub fn next_f32(&mut self) -> f32 {
+        (self.next_u64() >> 40) as f32 * (1.0 / (1u64 << 24) as f32)
+    }
+
+    /// Uniform in [-bound, bound).
+    pub fn symmetric(&mut self, bound: f32) -> f32 {
+        (self.next_f32() * 2.0 - 1.0) * bound
+    }
+
     /// Uniform in [0, n) (Lemire's multiply-shift; the bias is below 2^-40 for any n we use).
     pub fn below(&mut self, n: u64) -> u64 {
         ((self.next_u64() as u128 * n as u128) >> 64) as u64
+    }
+
+    /// Uniform index in [0, n).
+    pub fn index(&mut self, n: usize) -> usize {
+        self.below(n as u64) as usize
+    }
+
+    /// Fisher–Yates.
+    pub fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            v.swap(i, self.index(i + 1));
+        }
     }
 }
 
