@@ -75,13 +75,8 @@ class _AgentBinding:
         return b"application/json", json.dumps(agent.metrics()).encode()
 
 
-class NeuroGCMiddleware:
-    """ASGI middleware. Starts the agent at lifespan start-up (or at the first request when the
-    server runs without lifespan) and stops it at shutdown if it started it.
-
-    ``metrics_path``: serve the JSON metrics there and Prometheus text at ``<metrics_path>/prometheus``.
-    Works with ``app.add_middleware(NeuroGCMiddleware, policy=...)`` too.
-    """
+class _Middleware:
+    """What the ASGI and WSGI flavours share: the wrapped app, the agent binding, the metrics route."""
 
     def __init__(
         self,
@@ -96,6 +91,21 @@ class NeuroGCMiddleware:
         self.app = app
         self.binding = _AgentBinding(agent, policy, interval, csv)
         self.metrics_path = metrics_path.rstrip("/") if metrics_path else None
+
+    def _is_metrics_path(self, path: str) -> bool:
+        return self.metrics_path is not None and path in (
+            self.metrics_path,
+            self.metrics_path + "/prometheus",
+        )
+
+
+class NeuroGCMiddleware(_Middleware):
+    """ASGI middleware. Starts the agent at lifespan start-up (or at the first request when the
+    server runs without lifespan) and stops it at shutdown if it started it.
+
+    ``metrics_path``: serve the JSON metrics there and Prometheus text at ``<metrics_path>/prometheus``.
+    Works with ``app.add_middleware(NeuroGCMiddleware, policy=...)`` too.
+    """
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
         kind = scope["type"]
@@ -129,11 +139,10 @@ class NeuroGCMiddleware:
         await send({"type": "http.response.body", "body": body})
 
     async def _http(self, scope: dict, receive: Callable, send: Callable) -> None:
-        if self.metrics_path is not None:
-            path = scope.get("path", "")
-            if path == self.metrics_path or path == self.metrics_path + "/prometheus":
-                await self._serve_metrics(path, send)
-                return
+        path = scope.get("path", "")
+        if self._is_metrics_path(path):
+            await self._serve_metrics(path, send)
+            return
         agent = self.binding.agent or self.binding.ensure()
         native = agent._native
         start = perf_counter_ns()
@@ -179,35 +188,23 @@ class NeuroGCMiddleware:
             )
 
 
-class NeuroGCWSGIMiddleware:
+class NeuroGCWSGIMiddleware(_Middleware):
     """WSGI middleware (Flask, Django under gunicorn). Starts the agent when constructed; with
     gunicorn's fork model each worker gets its own sampler thread after the fork."""
 
-    def __init__(
-        self,
-        app: Callable[..., Any],
-        *,
-        policy: str | None = None,
-        interval: float = 1.0,
-        csv: str | os.PathLike[str] | None = None,
-        metrics_path: str | None = None,
-        agent: _agent.Agent | None = None,
-    ) -> None:
-        self.app = app
-        self.binding = _AgentBinding(agent, policy, interval, csv)
+    def __init__(self, app: Callable[..., Any], **options: Any) -> None:
+        super().__init__(app, **options)
         self.binding.ensure()
-        self.metrics_path = metrics_path.rstrip("/") if metrics_path else None
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
-        if self.metrics_path is not None:
-            path = environ.get("PATH_INFO", "")
-            if path == self.metrics_path or path == self.metrics_path + "/prometheus":
-                content_type, body = self.binding.metrics_body(path)
-                start_response(
-                    "200 OK",
-                    [("Content-Type", content_type.decode()), ("Content-Length", str(len(body)))],
-                )
-                return [body]
+        path = environ.get("PATH_INFO", "")
+        if self._is_metrics_path(path):
+            content_type, body = self.binding.metrics_body(path)
+            start_response(
+                "200 OK",
+                [("Content-Type", content_type.decode()), ("Content-Length", str(len(body)))],
+            )
+            return [body]
         native = self.binding.ensure()._native
         start = perf_counter_ns()
         native.request_started()

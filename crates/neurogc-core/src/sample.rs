@@ -4,22 +4,20 @@
 //! ours share one loader; our extended columns follow. Values that could not be measured (an
 //! unreadable `/proc` file, say) are empty in CSV and `null` in JSON, never a made-up zero.
 
+use neurogc_model::{FEATURES, N_FEATURES};
+
 use crate::gcstats::GENERATIONS;
 
-/// The seed's columns, in the seed's order.
-pub const SEED_COLUMNS: [&str; 11] = [
-    "time",
-    "cpu",
-    "mem",
-    "disk_read",
-    "disk_write",
-    "net_sent",
-    "net_recv",
-    "rps",
-    "p95",
-    "p99",
-    "gc_triggered",
-];
+/// The seed's columns, in the seed's order: `time`, then the model features.
+pub const SEED_COLUMNS: [&str; 1 + N_FEATURES] = {
+    let mut columns = ["time"; 1 + N_FEATURES];
+    let mut i = 0;
+    while i < N_FEATURES {
+        columns[i + 1] = FEATURES[i];
+        i += 1;
+    }
+    columns
+};
 
 /// Per-generation statistics of one interval.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -219,6 +217,22 @@ mod tests {
 
     #[test]
     fn seed_columns_come_first_and_in_order() {
+        assert_eq!(
+            SEED_COLUMNS,
+            [
+                "time",
+                "cpu",
+                "mem",
+                "disk_read",
+                "disk_write",
+                "net_sent",
+                "net_recv",
+                "rps",
+                "p95",
+                "p99",
+                "gc_triggered"
+            ]
+        );
         let cols = Sample::columns();
         assert_eq!(&cols[..11], &SEED_COLUMNS.map(String::from)[..]);
         assert_eq!(cols.len(), Sample::default().values().len());

@@ -9,11 +9,9 @@ use neurogc_model::{Architecture, N_FEATURES};
 
 use neurogc_rng::Rng;
 
-/// PyTorch-style uniform initialisation, drawn from our seeded generator.
-fn init(varmap: &VarMap, name: &str, shape: &[usize], bound: f32, rng: &mut Rng) -> Result<()> {
-    let n: usize = shape.iter().product();
-    let values: Vec<f32> = (0..n).map(|_| rng.symmetric(bound)).collect();
-    let var = Var::from_tensor(&Tensor::from_vec(values, shape, &Device::Cpu)?)?;
+/// Registers a parameter under its PyTorch name; the modules built next pick it up by name.
+fn insert(varmap: &VarMap, name: &str, value: Tensor) -> Result<()> {
+    let var = Var::from_tensor(&value)?;
     varmap
         .data()
         .lock()
@@ -22,14 +20,15 @@ fn init(varmap: &VarMap, name: &str, shape: &[usize], bound: f32, rng: &mut Rng)
     Ok(())
 }
 
+/// PyTorch-style uniform initialisation, drawn from our seeded generator.
+fn init(varmap: &VarMap, name: &str, shape: &[usize], bound: f32, rng: &mut Rng) -> Result<()> {
+    let n: usize = shape.iter().product();
+    let values: Vec<f32> = (0..n).map(|_| rng.symmetric(bound)).collect();
+    insert(varmap, name, Tensor::from_vec(values, shape, &Device::Cpu)?)
+}
+
 fn init_const(varmap: &VarMap, name: &str, shape: &[usize], value: f32) -> Result<()> {
-    let var = Var::from_tensor(&Tensor::full(value, shape, &Device::Cpu)?)?;
-    varmap
-        .data()
-        .lock()
-        .expect("varmap lock")
-        .insert(name.to_string(), var);
-    Ok(())
+    insert(varmap, name, Tensor::full(value, shape, &Device::Cpu)?)
 }
 
 fn init_linear(varmap: &VarMap, name: &str, out: usize, inp: usize, rng: &mut Rng) -> Result<()> {
