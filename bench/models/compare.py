@@ -30,7 +30,17 @@ LSTM_FLOOR_US = 50.0
 
 
 def ours_train(kind: str, epochs: int, out: Path) -> float:
-    args = [str(NEUROGC), "train", "--model", kind, "--epochs", str(epochs), "--out", str(out), "-q"]
+    args = [
+        str(NEUROGC),
+        "train",
+        "--model",
+        kind,
+        "--epochs",
+        str(epochs),
+        "--out",
+        str(out),
+        "-q",
+    ]
     for d in DATA:
         args += ["--data", str(d)]
     subprocess.run(args, check=True, capture_output=True, text=True)
@@ -39,12 +49,21 @@ def ours_train(kind: str, epochs: int, out: Path) -> float:
 
 
 def ours_latency(dirs: list[Path]) -> dict[str, dict]:
-    r = subprocess.run([str(LATENCY), *map(str, dirs), "--json"], check=True, capture_output=True, text=True)
+    r = subprocess.run(
+        [str(LATENCY), *map(str, dirs), "--json"], check=True, capture_output=True, text=True
+    )
     return {row["kind"]: row for row in map(json.loads, r.stdout.splitlines())}
 
 
 def torch_run(python: str, kind: str, epochs: int) -> dict:
-    args = [python, str(Path(__file__).with_name("torch_side.py")), "--model", kind, "--epochs", str(epochs)]
+    args = [
+        python,
+        str(Path(__file__).with_name("torch_side.py")),
+        "--model",
+        kind,
+        "--epochs",
+        str(epochs),
+    ]
     for d in DATA:
         args += ["--data", str(d)]
     r = subprocess.run(args, check=True, capture_output=True, text=True)

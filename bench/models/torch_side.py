@@ -67,7 +67,11 @@ class FeedforwardNet(nn.Module):
         return torch.sigmoid(self.layers[-1](h))
 
 
-MODELS = {"lstm": (LSTMNetwork, 10), "transformer": (TransformerNet, 10), "feedforward": (FeedforwardNet, 20)}
+MODELS = {
+    "lstm": (LSTMNetwork, 10),
+    "transformer": (TransformerNet, 10),
+    "feedforward": (FeedforwardNet, 20),
+}
 
 
 def main() -> int:

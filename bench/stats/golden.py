@@ -46,13 +46,19 @@ def welch_cases(rng):
         ("negative values", [-3.2, -1.1, -2.7, -0.4, -2.0, -1.6], [0.3, -0.8, 1.1, 0.0, -0.2]),
     ]
     cases.append(
-        ("normal n=30 vs n=45", floats(rng.normal(50.0, 4.0, 30)), floats(rng.normal(52.0, 9.0, 45)))
+        (
+            "normal n=30 vs n=45",
+            floats(rng.normal(50.0, 4.0, 30)),
+            floats(rng.normal(52.0, 9.0, 45)),
+        )
     )
+    cases.append(("tiny p", floats(rng.normal(0.0, 1.0, 50)), floats(rng.normal(10.0, 1.5, 50))))
     cases.append(
-        ("tiny p", floats(rng.normal(0.0, 1.0, 50)), floats(rng.normal(10.0, 1.5, 50)))
-    )
-    cases.append(
-        ("large n, small effect", floats(rng.normal(1.0, 0.2, 400)), floats(rng.normal(1.02, 0.25, 300)))
+        (
+            "large n, small effect",
+            floats(rng.normal(1.0, 0.2, 400)),
+            floats(rng.normal(1.02, 0.25, 300)),
+        )
     )
     out = []
     for name, a, b in cases:
