@@ -29,11 +29,13 @@ def test_default_changes_nothing(clean_gc):
     assert agent.totals()["policy_actions"] == 0
 
 
-def test_threshold_sets_and_restores(clean_gc):
+def test_threshold_sets_and_restores(clean_gc, tmp_path):
     original = gc.get_threshold()
-    agent = neurogc.start("threshold:5000,20,30", interval=0.05)
+    agent = neurogc.start("threshold:5000,20,30", interval=0.05, csv=tmp_path / "s.csv")
     assert gc.get_threshold() == (5000, 20, 30)
-    sample = wait_for(agent.snapshot, 5, "a sample")
+    wait_for(agent.snapshot, 5, "a sample")
+    with (tmp_path / "s.csv").open() as f:
+        sample = next(csv.DictReader(f))  # the start's action is in the first sample
     assert sample["policy"] == "threshold:5000,20,30"
     assert sample["policy_action"] == "set_threshold(5000, 20, 30)"
     agent.stop()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 import struct
@@ -147,12 +148,16 @@ def test_a_bad_model_falls_back_to_default_and_says_why(
     lstm_model, tmp_path, how, message, clean_gc, caplog
 ):
     target = tmp_path / "missing" if how == "missing" else corrupt(lstm_model, tmp_path / how, how)
-    agent = neurogc.start(policy=f"neurogc-seed:{target}", interval=0.05)
+    samples_csv = tmp_path / "samples.csv"
+    agent = neurogc.start(policy=f"neurogc-seed:{target}", interval=0.05, csv=samples_csv)
     assert agent.running
     assert agent.policy == "default" and agent.requested_policy == f"neurogc-seed:{target}"
     assert any(
         message in r.getMessage() and "falling back" in r.getMessage() for r in caplog.records
     ), [r.getMessage() for r in caplog.records]
-    first = wait_for(agent.snapshot, 5, "a sample")
+    wait_for(agent.snapshot, 5, "a sample")
+    agent.stop()
+    with samples_csv.open() as f:
+        first = next(csv.DictReader(f))
     assert first["policy"] == "default"
     assert first["policy_action"] == "fallback to default" and message in first["policy_reason"]
