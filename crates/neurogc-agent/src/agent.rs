@@ -8,6 +8,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use neurogc_core::csv_sink::{csv_path_for_process, CsvSink};
+use neurogc_core::gcstats::GcEvent;
 use neurogc_core::policy::{Action, PolicySpec};
 use neurogc_core::process::ProcessReader;
 use neurogc_core::sample::{Sample, Value};
@@ -34,12 +35,14 @@ pub struct NativeAgent {
     spec: PolicySpec,
     interval: Duration,
     csv_template: Option<PathBuf>,
+    gc_events_template: Option<PathBuf>,
     proc_root: PathBuf,
     /// Replaced wholesale in a fork child: a lock a parent thread held at `fork()` stays held forever.
     current: Mutex<Arc<Shared>>,
     thread: Mutex<Option<JoinHandle<()>>>,
     state: Mutex<RunState>,
     csv_path: Mutex<Option<PathBuf>>,
+    gc_events_path: Mutex<Option<PathBuf>>,
     original: Mutex<Option<OriginalGc>>,
     /// The policy actually in force: the spec, or `default` after a fallback.
     effective_policy: Mutex<String>,
@@ -50,17 +53,32 @@ impl NativeAgent {
         lock(&self.current).clone()
     }
 
+    /// This process's CSV paths: the templates, pid-suffixed in a fork child.
+    fn paths(&self, forked: bool) -> (Option<PathBuf>, Option<PathBuf>) {
+        let pid = std::process::id();
+        let path = |t: &Option<PathBuf>| t.as_deref().map(|t| csv_path_for_process(t, pid, forked));
+        (path(&self.csv_template), path(&self.gc_events_template))
+    }
+
     /// Starts policy and sampler on `shared`; the caller holds the interpreter.
     fn launch(
         &self,
         py: Python<'_>,
         shared: Arc<Shared>,
-        csv_path: Option<PathBuf>,
+        (csv_path, gc_events_path): (Option<PathBuf>, Option<PathBuf>),
     ) -> PyResult<()> {
         let csv = match &csv_path {
             Some(path) => Some(CsvSink::open(path).map_err(|e| {
                 PyOSError::new_err(format!("cannot open sample CSV {}: {e}", path.display()))
             })?),
+            None => None,
+        };
+        let gc_events = match &gc_events_path {
+            Some(path) => Some(
+                CsvSink::open_with_columns(path, &GcEvent::CSV_COLUMNS).map_err(|e| {
+                    PyOSError::new_err(format!("cannot open GC events CSV {}: {e}", path.display()))
+                })?,
+            ),
             None => None,
         };
         let reader = ProcessReader::new(&self.proc_root);
@@ -111,6 +129,9 @@ impl NativeAgent {
             last_counters: reader.read(),
             reader,
             csv,
+            gc_events,
+            events_dropped_unreported: 0,
+            last_drop_warning: None,
             interval: self.interval,
             started: now,
             last_sample: now,
@@ -124,6 +145,7 @@ impl NativeAgent {
             })?;
         *lock(&self.thread) = Some(handle);
         *lock(&self.csv_path) = csv_path;
+        *lock(&self.gc_events_path) = gc_events_path;
         *lock(&self.current) = shared;
         *lock(&self.state) = RunState::Running;
         Ok(())
@@ -146,12 +168,13 @@ fn sample_to_dict<'py>(py: Python<'py>, sample: &Sample) -> PyResult<Bound<'py, 
 #[pymethods]
 impl NativeAgent {
     #[new]
-    #[pyo3(signature = (policy, interval, csv=None, proc_root=PathBuf::from("/proc")))]
+    #[pyo3(signature = (policy, interval, csv=None, proc_root=PathBuf::from("/proc"), gc_events_csv=None))]
     fn new(
         policy: &str,
         interval: f64,
         csv: Option<PathBuf>,
         proc_root: PathBuf,
+        gc_events_csv: Option<PathBuf>,
     ) -> PyResult<Self> {
         let spec: PolicySpec = policy
             .parse()
@@ -161,16 +184,23 @@ impl NativeAgent {
                 "interval must be between 0.001 and 3600 seconds, got {interval}"
             )));
         }
+        if csv.is_some() && csv == gc_events_csv {
+            return Err(PyValueError::new_err(
+                "the samples CSV and the GC events CSV must be different files",
+            ));
+        }
         Ok(NativeAgent {
             spec_text: policy.trim().to_string(),
             spec,
             interval: Duration::from_secs_f64(interval),
             csv_template: csv,
+            gc_events_template: gc_events_csv,
             proc_root,
             current: Mutex::new(Arc::new(Shared::default())),
             thread: Mutex::new(None),
             state: Mutex::new(RunState::Created),
             csv_path: Mutex::new(None),
+            gc_events_path: Mutex::new(None),
             original: Mutex::new(None),
             effective_policy: Mutex::new(policy.trim().to_string()),
         })
@@ -181,11 +211,7 @@ impl NativeAgent {
         if *lock(&self.state) != RunState::Created {
             return Err(PyRuntimeError::new_err("this agent was already started"));
         }
-        let csv = self
-            .csv_template
-            .as_deref()
-            .map(|t| csv_path_for_process(t, std::process::id(), false));
-        self.launch(py, Arc::new(Shared::default()), csv)
+        self.launch(py, Arc::new(Shared::default()), self.paths(false))
     }
 
     /// Stops the sampler (writing the partial last interval) and restores the collector's settings.
@@ -216,22 +242,31 @@ impl NativeAgent {
         if let Some(stale) = lock(&self.thread).take() {
             std::mem::forget(stale);
         }
-        let csv = self
-            .csv_template
-            .as_deref()
-            .map(|t| csv_path_for_process(t, std::process::id(), true));
-        self.launch(py, Arc::new(Shared::default()), csv)
+        self.launch(py, Arc::new(Shared::default()), self.paths(true))
     }
 
-    fn request_started(&self) {
+    /// Counts a request in flight; returns the token `request_finished` takes to tell whether
+    /// the request overlapped a collection (0 once the agent has failed).
+    fn request_started(&self) -> u64 {
         let shared = self.shared();
-        if !shared.is_failed() {
-            shared.in_flight.fetch_add(1, Ordering::Relaxed);
+        if shared.is_failed() {
+            return 0;
         }
+        shared.in_flight.fetch_add(1, Ordering::Relaxed);
+        shared.epochs.token()
     }
 
-    #[pyo3(signature = (latency_ns, bytes_in, bytes_out, error=false))]
-    fn request_finished(&self, latency_ns: u64, bytes_in: u64, bytes_out: u64, error: bool) {
+    /// Records a finished request. `token`: what `request_started` returned (without it the
+    /// request counts as not overlapping a collection).
+    #[pyo3(signature = (latency_ns, bytes_in, bytes_out, error=false, token=None))]
+    fn request_finished(
+        &self,
+        latency_ns: u64,
+        bytes_in: u64,
+        bytes_out: u64,
+        error: bool,
+        token: Option<u64>,
+    ) {
         let shared = self.shared();
         if shared.is_failed() {
             return;
@@ -241,7 +276,7 @@ impl NativeAgent {
                 panic!("injected request fault");
             }
             shared.in_flight.fetch_sub(1, Ordering::Relaxed);
-            shared.record_request(latency_ns, bytes_in, bytes_out, error);
+            shared.record_request(latency_ns, bytes_in, bytes_out, error, token);
         });
     }
 
@@ -287,6 +322,9 @@ impl NativeAgent {
         dict.set_item("policy_actions", totals.policy_actions)?;
         dict.set_item("policy_collections", totals.gc.policy_collections)?;
         dict.set_item("samples", totals.samples)?;
+        dict.set_item("requests_gc_overlap", totals.requests_gc_overlap)?;
+        dict.set_item("requests_gc2_overlap", totals.requests_gc2_overlap)?;
+        dict.set_item("gc_events_dropped", totals.gc.events_dropped)?;
         for (g, gen) in totals.gc.generations.iter().enumerate() {
             dict.set_item(format!("gc{g}_collections"), gen.collections)?;
             dict.set_item(format!("gc{g}_collected"), gen.collected)?;
@@ -324,6 +362,12 @@ impl NativeAgent {
     #[getter]
     fn csv_path(&self) -> Option<PathBuf> {
         lock(&self.csv_path).clone()
+    }
+
+    /// The GC events CSV this process writes (pid-suffixed in a fork child), if any.
+    #[getter]
+    fn gc_events_csv_path(&self) -> Option<PathBuf> {
+        lock(&self.gc_events_path).clone()
     }
 
     /// True while the sampler runs and the agent has not failed.

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use neurogc_core::csv_sink::CsvSink;
+use neurogc_core::gcstats::{GcEvent, GcWindow};
 use neurogc_core::policy::{Action, GcControl, Observation, Policy};
 use neurogc_core::process::{ProcessCounters, ProcessReader};
 use neurogc_core::sample::Sample;
@@ -33,6 +34,11 @@ pub struct Sampler {
     pub original: OriginalGc,
     pub reader: ProcessReader,
     pub csv: Option<CsvSink>,
+    /// One row per collection, written at each sample (and at stop).
+    pub gc_events: Option<CsvSink>,
+    /// Events dropped by full windows and not yet reported in a warning, and when one last was.
+    pub events_dropped_unreported: u64,
+    pub last_drop_warning: Option<Instant>,
     pub interval: Duration,
     /// Agent start: the origin of the policy's clock.
     pub started: Instant,
@@ -107,19 +113,25 @@ impl Sampler {
             let next_policy = self.policy.next_tick().map(|t| self.started + t);
             let deadline = next_policy.map_or(next_sample, |p| p.min(next_sample));
             if self.shared.sleep_until(deadline) {
-                // On stop, keep the partial interval rather than lose it.
-                if !self.shared.is_failed()
-                    && self.last_sample.elapsed() >= Duration::from_millis(1)
-                {
-                    return self.take_sample();
+                if self.shared.is_failed() {
+                    return Ok(Interpreter::Alive);
                 }
+                // On stop, keep the partial interval rather than lose it.
+                if self.last_sample.elapsed() >= Duration::from_millis(1) {
+                    return self.take_sample(true);
+                }
+                // Too short for a sample, but its collections still reach the totals and the
+                // events CSV.
+                let window = self.shared.take_gc_window(true);
+                lock(&self.shared.totals).gc.add(&window);
+                self.write_gc_events(&window);
                 return Ok(Interpreter::Alive);
             }
             if self.shared.fault.load(Ordering::Relaxed) == FAULT_SAMPLER_PANIC {
                 panic!("injected sampler fault");
             }
             let interpreter = if Instant::now() >= next_sample {
-                self.take_sample()?
+                self.take_sample(false)?
             } else {
                 self.policy_tick()?
             };
@@ -161,9 +173,12 @@ impl Sampler {
         Ok(())
     }
 
-    fn take_sample(&mut self) -> Result<Interpreter, String> {
+    /// Takes the interval's sample; `last` at stop (collections after it are not recorded).
+    fn take_sample(&mut self, last: bool) -> Result<Interpreter, String> {
         let counters = self.reader.read();
-        let mut sample = self.close_interval(counters);
+        let (mut sample, gc_window) = self.close_interval(counters, last);
+        // Detached, and before the policy runs: the events need no interpreter.
+        self.write_gc_events(&gc_window);
         // Model inference, if the policy has a model, runs here: detached from the interpreter.
         self.policy.observe(&sample);
         let Some(decided) = Python::try_attach(|py| self.decide_on_sample(py, &mut sample)) else {
@@ -184,13 +199,46 @@ impl Sampler {
         Ok(Interpreter::Alive)
     }
 
+    /// Appends the window's collections to the events CSV (one write, flushed) and reports
+    /// events a full window dropped: in a warning at most once a minute, and always in the totals.
+    fn write_gc_events(&mut self, window: &GcWindow) {
+        let Some(sink) = &mut self.gc_events else {
+            return;
+        };
+        if let Err(e) = sink.write_rows(window.events.iter().map(GcEvent::csv_fields)) {
+            let message = format!(
+                "cannot write GC events to {}: {e}; GC events CSV output stopped, sampling goes on",
+                sink.path().display()
+            );
+            self.gc_events = None;
+            logging::warn_detached(&message);
+            return;
+        }
+        self.events_dropped_unreported += window.dropped_events;
+        let due = self
+            .last_drop_warning
+            .is_none_or(|t| t.elapsed() >= Duration::from_secs(60));
+        if self.events_dropped_unreported > 0 && due {
+            let message = format!(
+                "{} collections are missing from the GC events CSV {} (more than {} in one \
+                 interval; a shorter interval keeps them); the samples' gcN_collections count them",
+                self.events_dropped_unreported,
+                sink.path().display(),
+                GcWindow::MAX_EVENTS
+            );
+            self.events_dropped_unreported = 0;
+            self.last_drop_warning = Some(Instant::now());
+            logging::warn_detached(&message);
+        }
+    }
+
     /// Closes the interval into a sample (all but the GC-state fields, which need the
     /// interpreter) and adds it to the totals. Pure Rust: agent locks only for the swaps.
-    fn close_interval(&mut self, counters: ProcessCounters) -> Sample {
+    fn close_interval(&mut self, counters: ProcessCounters, last: bool) -> (Sample, GcWindow) {
         let now = Instant::now();
         let elapsed = (now - self.last_sample).as_secs_f64().max(1e-9);
         let requests = self.shared.take_request_window();
-        let gc_window = self.shared.take_gc_window();
+        let gc_window = self.shared.take_gc_window(last);
         let rates = self.reader.rates(&self.last_counters, &counters, elapsed);
         let latency = requests.summary();
         {
@@ -199,12 +247,14 @@ impl Sampler {
             totals.errors += requests.errors;
             totals.bytes_in += requests.bytes_in;
             totals.bytes_out += requests.bytes_out;
+            totals.requests_gc_overlap += requests.gc_overlap;
+            totals.requests_gc2_overlap += requests.gc2_overlap;
             totals.gc.add(&gc_window);
             totals.samples += 1;
         }
         self.last_sample = now;
         self.last_counters = counters;
-        Sample {
+        let sample = Sample {
             time: unix_now(),
             cpu: rates.cpu_percent,
             mem: rates.mem_percent,
@@ -226,8 +276,11 @@ impl Sampler {
             max_latency: latency.max,
             gc: gc_window.generations,
             policy: self.policy.spec().to_string(),
+            requests_gc_overlap: requests.gc_overlap,
+            requests_gc2_overlap: requests.gc2_overlap,
             ..Sample::default()
-        }
+        };
+        (sample, gc_window)
     }
 
     /// With the interpreter: reads the collector's state into the sample and lets the policy

@@ -8,6 +8,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use neurogc_core::gcstats::{CollectionCause, GcEvent, GcWindow};
 use neurogc_core::latency::RequestWindow;
+use neurogc_core::overlap::GcEpochs;
 use neurogc_core::prometheus::AgentTotals;
 use neurogc_core::sample::Sample;
 
@@ -23,6 +24,9 @@ struct Pending {
 pub struct GcState {
     pending: Option<Pending>,
     pub window: GcWindow,
+    /// Set when the sampler took its last window: later collections are not recorded, so every
+    /// recorded one reaches a sample and the events CSV.
+    closed: bool,
 }
 
 /// Fault injection for the tests of containment (see `NativeAgent::_inject_fault`).
@@ -34,6 +38,8 @@ pub struct Shared {
     pub requests: Mutex<RequestWindow>,
     pub gc: Mutex<GcState>,
     pub in_flight: AtomicI64,
+    /// Collection epochs, for the requests that overlapped a collection.
+    pub epochs: GcEpochs,
     /// Set while the sampler runs a collection for the policy, so the callback can attribute it.
     pub policy_collecting: AtomicBool,
     pub latest: Mutex<Option<Sample>>,
@@ -101,27 +107,45 @@ impl Shared {
         }
     }
 
-    pub fn record_request(&self, latency_ns: u64, bytes_in: u64, bytes_out: u64, error: bool) {
-        lock(&self.requests).record(latency_ns, bytes_in, bytes_out, error);
+    /// Records a finished request; `token` is what [`GcEpochs::token`] gave at its start (`None`:
+    /// unknown, counted as no overlap).
+    pub fn record_request(
+        &self,
+        latency_ns: u64,
+        bytes_in: u64,
+        bytes_out: u64,
+        error: bool,
+        token: Option<u64>,
+    ) {
+        let overlap = token.map(|t| self.epochs.overlap(t)).unwrap_or_default();
+        lock(&self.requests).record(latency_ns, bytes_in, bytes_out, error, overlap);
     }
 
     pub fn gc_started(&self, generation: u8) {
+        self.epochs.started(generation);
         let pending = Pending {
             started: Instant::now(),
             start_time: unix_now(),
             generation,
         };
-        lock(&self.gc).pending = Some(pending);
+        let mut gc = lock(&self.gc);
+        if !gc.closed {
+            gc.pending = Some(pending);
+        }
     }
 
     pub fn gc_stopped(&self, generation: u8, collected: u64, uncollectable: u64) {
         let stopped = Instant::now();
+        self.epochs.stopped();
         let cause = if self.policy_collecting.load(Ordering::Relaxed) {
             CollectionCause::Policy
         } else {
-            CollectionCause::Other
+            CollectionCause::Runtime
         };
         let mut gc = lock(&self.gc);
+        if gc.closed {
+            return;
+        }
         // A stop without its start (the agent began mid-collection) has no measurable pause.
         let (pause_ns, start_time) = match gc.pending.take() {
             Some(p) if p.generation == generation => (
@@ -140,8 +164,11 @@ impl Shared {
         });
     }
 
-    pub fn take_gc_window(&self) -> GcWindow {
-        std::mem::take(&mut lock(&self.gc).window)
+    /// Takes the window's collections; with `last`, later collections are no longer recorded.
+    pub fn take_gc_window(&self, last: bool) -> GcWindow {
+        let mut gc = lock(&self.gc);
+        gc.closed |= last;
+        std::mem::take(&mut gc.window)
     }
 
     pub fn take_request_window(&self) -> RequestWindow {

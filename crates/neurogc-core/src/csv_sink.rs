@@ -1,5 +1,6 @@
-//! Append-only CSV of samples: header once, one row per sample, flushed per row, so a crash loses at
-//! most the row being written.
+//! Append-only CSVs: header once, rows flushed as they are written, so a crash loses at most the
+//! write in progress. The samples CSV gets one row per sample; the GC events CSV
+//! ([`crate::gcstats::GcEvent::CSV_COLUMNS`]) one batch of rows per sample.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Write};
@@ -14,10 +15,20 @@ pub struct CsvSink {
 }
 
 impl CsvSink {
-    /// Opens `path` for appending. A new or empty file gets the header; an existing file must already
-    /// have our header (appending rows under a different header would corrupt it).
+    /// Opens the samples CSV ([`Sample::columns`]) at `path`; see [`CsvSink::open_with_columns`].
     pub fn open(path: &Path) -> io::Result<CsvSink> {
-        let header = Sample::columns().join(",");
+        Self::open_with_columns(path, &Sample::columns())
+    }
+
+    /// Opens `path` for appending rows of `columns`. A new or empty file gets the header; an
+    /// existing file must already have this header (appending rows under a different header would
+    /// corrupt it).
+    pub fn open_with_columns<S: AsRef<str>>(path: &Path, columns: &[S]) -> io::Result<CsvSink> {
+        let header = columns
+            .iter()
+            .map(|c| c.as_ref())
+            .collect::<Vec<_>>()
+            .join(",");
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)?;
         }
@@ -63,19 +74,36 @@ impl CsvSink {
         self.rows
     }
 
-    /// Writes one row and flushes it to the OS.
+    /// Writes one sample's row and flushes it to the OS.
     pub fn write(&mut self, sample: &Sample) -> io::Result<()> {
-        let row: Vec<String> = sample
-            .values()
-            .iter()
-            .map(|v| csv_escape(&v.to_csv()))
-            .collect();
-        // One write call per row: a concurrent reader sees whole rows.
-        let mut line = row.join(",");
-        line.push('\n');
-        self.file.write_all(line.as_bytes())?;
+        self.write_rows([sample.values().iter().map(|v| v.to_csv())])
+    }
+
+    /// Writes rows of already rendered fields (escaped here) and flushes them to the OS. The batch
+    /// goes out in one write call, so a concurrent reader sees whole rows.
+    pub fn write_rows<R, F>(&mut self, rows: impl IntoIterator<Item = R>) -> io::Result<()>
+    where
+        R: IntoIterator<Item = F>,
+        F: AsRef<str>,
+    {
+        let mut text = String::new();
+        let mut count = 0;
+        for row in rows {
+            for (i, field) in row.into_iter().enumerate() {
+                if i > 0 {
+                    text.push(',');
+                }
+                text.push_str(&csv_escape(field.as_ref()));
+            }
+            text.push('\n');
+            count += 1;
+        }
+        if count == 0 {
+            return Ok(());
+        }
+        self.file.write_all(text.as_bytes())?;
         self.file.flush()?;
-        self.rows += 1;
+        self.rows += count;
         Ok(())
     }
 }
@@ -114,11 +142,11 @@ fn truncate(s: &str, n: usize) -> String {
     s.chars().take(n).collect()
 }
 
-fn csv_escape(field: &str) -> String {
+fn csv_escape(field: &str) -> std::borrow::Cow<'_, str> {
     if field.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", field.replace('"', "\"\""))
+        format!("\"{}\"", field.replace('"', "\"\"")).into()
     } else {
-        field.to_string()
+        field.into()
     }
 }
 
@@ -169,6 +197,41 @@ mod tests {
         assert_eq!(lines.len(), 3);
         assert!(lines[0].starts_with("time,cpu,mem,"));
         assert!(lines[1].contains(",\"guard: rss 1,2 > budget\","));
+    }
+
+    #[test]
+    fn gc_events_batches_append_under_one_header() {
+        use crate::gcstats::{CollectionCause, GcEvent};
+        let path = tmp("events").with_file_name("gc-events.csv");
+        let event = |generation, cause| GcEvent {
+            start_time: 1.5,
+            generation,
+            pause_ns: 2_000,
+            collected: 3,
+            uncollectable: 0,
+            cause,
+        };
+        let mut sink = CsvSink::open_with_columns(&path, &GcEvent::CSV_COLUMNS).unwrap();
+        let batch = [
+            event(0, CollectionCause::Runtime),
+            event(2, CollectionCause::Policy),
+        ];
+        sink.write_rows(batch.iter().map(GcEvent::csv_fields))
+            .unwrap();
+        sink.write_rows(std::iter::empty::<[String; 6]>()).unwrap();
+        assert_eq!(sink.rows_written(), 2);
+        let mut sink = CsvSink::open_with_columns(&path, &GcEvent::CSV_COLUMNS).unwrap();
+        sink.write_rows([event(1, CollectionCause::Runtime).csv_fields()])
+            .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "time,generation,pause_ms,collected,uncollectable,reason\n\
+             1.500000,0,0.002,3,0,runtime\n\
+             1.500000,2,0.002,3,0,policy\n\
+             1.500000,1,0.002,3,0,runtime\n"
+        );
+        // The samples CSV's header is not ours: refused.
+        assert!(CsvSink::open(&path).is_err());
     }
 
     #[test]

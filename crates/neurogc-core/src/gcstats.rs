@@ -9,15 +9,16 @@ pub const GENERATIONS: usize = 3;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CollectionCause {
     /// Triggered by the runtime's thresholds or an explicit `gc.collect()` in the application.
-    Other,
+    Runtime,
     /// Requested by the NeuroGC policy.
     Policy,
 }
 
 impl CollectionCause {
+    /// The `reason` column of the GC events CSV.
     pub fn as_str(self) -> &'static str {
         match self {
-            CollectionCause::Other => "other",
+            CollectionCause::Runtime => "runtime",
             CollectionCause::Policy => "policy",
         }
     }
@@ -35,10 +36,38 @@ pub struct GcEvent {
     pub cause: CollectionCause,
 }
 
+impl GcEvent {
+    /// The GC events CSV: one row per collection (docs/runs.md, `gc-events.csv`).
+    pub const CSV_COLUMNS: [&'static str; 6] = [
+        "time",
+        "generation",
+        "pause_ms",
+        "collected",
+        "uncollectable",
+        "reason",
+    ];
+
+    /// The row in [`GcEvent::CSV_COLUMNS`] order: `time` in Unix seconds with 6 decimals,
+    /// `pause_ms` rounded to the microsecond, `reason` `policy` or `runtime`.
+    pub fn csv_fields(&self) -> [String; 6] {
+        let us = self.pause_ns.saturating_add(500) / 1_000;
+        [
+            format!("{:.6}", self.start_time),
+            self.generation.to_string(),
+            format!("{}.{:03}", us / 1_000, us % 1_000),
+            self.collected.to_string(),
+            self.uncollectable.to_string(),
+            self.cause.as_str().to_string(),
+        ]
+    }
+}
+
 /// Collections finished since the window was last taken.
 #[derive(Clone, Debug, Default)]
 pub struct GcWindow {
     pub generations: [GenerationSample; GENERATIONS],
+    /// Collections the policy requested (counted whether or not their event was kept).
+    pub policy_collections: u64,
     /// The window's events, up to [`GcWindow::MAX_EVENTS`]; `dropped_events` counts the rest.
     pub events: Vec<GcEvent>,
     pub dropped_events: u64,
@@ -57,6 +86,7 @@ impl GcWindow {
         gen.uncollectable += event.uncollectable;
         gen.pause_ms_sum += pause_ms;
         gen.pause_ms_max = gen.pause_ms_max.max(pause_ms);
+        self.policy_collections += u64::from(event.cause == CollectionCause::Policy);
         if self.events.len() < Self::MAX_EVENTS {
             self.events.push(event);
         } else {
@@ -74,6 +104,9 @@ impl GcWindow {
 pub struct GcTotals {
     pub generations: [GenerationSample; GENERATIONS],
     pub policy_collections: u64,
+    /// Events not kept because a window hit [`GcWindow::MAX_EVENTS`] (missing from the events CSV;
+    /// the per-generation counts include them).
+    pub events_dropped: u64,
 }
 
 impl GcTotals {
@@ -85,11 +118,8 @@ impl GcTotals {
             total.pause_ms_sum += w.pause_ms_sum;
             total.pause_ms_max = total.pause_ms_max.max(w.pause_ms_max);
         }
-        self.policy_collections += window
-            .events
-            .iter()
-            .filter(|e| e.cause == CollectionCause::Policy)
-            .count() as u64;
+        self.policy_collections += window.policy_collections;
+        self.events_dropped += window.dropped_events;
     }
 }
 
@@ -104,7 +134,7 @@ mod tests {
             pause_ns,
             collected,
             uncollectable: 0,
-            cause: CollectionCause::Other,
+            cause: CollectionCause::Runtime,
         }
     }
 
@@ -124,10 +154,13 @@ mod tests {
     }
 
     #[test]
-    fn events_are_bounded() {
+    fn events_are_bounded_and_drops_counted() {
         let mut w = GcWindow::default();
         for _ in 0..GcWindow::MAX_EVENTS + 5 {
-            w.record(ev(0, 1, 0));
+            w.record(GcEvent {
+                cause: CollectionCause::Policy,
+                ..ev(0, 1, 0)
+            });
         }
         assert_eq!(w.events.len(), GcWindow::MAX_EVENTS);
         assert_eq!(w.dropped_events, 5);
@@ -135,5 +168,34 @@ mod tests {
             w.generations[0].collections as usize,
             GcWindow::MAX_EVENTS + 5
         );
+        let mut totals = GcTotals::default();
+        totals.add(&w);
+        assert_eq!(totals.events_dropped, 5);
+        // Policy collections are counted even when their event was dropped.
+        assert_eq!(totals.policy_collections as usize, GcWindow::MAX_EVENTS + 5);
+    }
+
+    #[test]
+    fn csv_row_has_microsecond_pauses_and_reasons() {
+        let e = GcEvent {
+            start_time: 1_763_782_800.123_456_7,
+            generation: 2,
+            pause_ns: 12_345_678,
+            collected: 7,
+            uncollectable: 1,
+            cause: CollectionCause::Policy,
+        };
+        assert_eq!(
+            e.csv_fields(),
+            ["1763782800.123457", "2", "12.346", "7", "1", "policy"].map(String::from)
+        );
+        let e = GcEvent {
+            pause_ns: 499,
+            ..ev(0, 0, 0)
+        };
+        assert_eq!(e.csv_fields()[2], "0.000");
+        assert_eq!(e.csv_fields()[5], "runtime");
+        assert_eq!(ev(0, 1_000_500, 0).csv_fields()[2], "1.001");
+        assert_eq!(GcEvent::CSV_COLUMNS.len(), e.csv_fields().len());
     }
 }

@@ -3,6 +3,8 @@
 
 use hdrhistogram::Histogram;
 
+use crate::overlap::GcOverlap;
+
 /// Highest latency the histogram tracks exactly: one hour, in microseconds. Longer values saturate.
 const MAX_TRACKED_US: u64 = 3_600_000_000;
 
@@ -14,6 +16,9 @@ pub struct RequestWindow {
     pub errors: u64,
     pub bytes_in: u64,
     pub bytes_out: u64,
+    /// Requests that were in flight while a collection ran, and a full collection.
+    pub gc_overlap: u64,
+    pub gc2_overlap: u64,
 }
 
 /// Percentiles (ms) of a window.
@@ -43,17 +48,28 @@ impl RequestWindow {
             errors: 0,
             bytes_in: 0,
             bytes_out: 0,
+            gc_overlap: 0,
+            gc2_overlap: 0,
         }
     }
 
     /// Records one finished request.
-    pub fn record(&mut self, latency_ns: u64, bytes_in: u64, bytes_out: u64, error: bool) {
+    pub fn record(
+        &mut self,
+        latency_ns: u64,
+        bytes_in: u64,
+        bytes_out: u64,
+        error: bool,
+        overlap: GcOverlap,
+    ) {
         let us = (latency_ns / 1_000).clamp(1, MAX_TRACKED_US);
         self.histogram.saturating_record(us);
         self.requests += 1;
         self.errors += u64::from(error);
         self.bytes_in += bytes_in;
         self.bytes_out += bytes_out;
+        self.gc_overlap += u64::from(overlap.any);
+        self.gc2_overlap += u64::from(overlap.full);
     }
 
     pub fn summary(&self) -> LatencySummary {
@@ -81,7 +97,11 @@ mod tests {
         let mut w = RequestWindow::new();
         // 1..=1000 ms, one request each.
         for ms in 1..=1000u64 {
-            w.record(ms * 1_000_000, 10, 20, ms % 100 == 0);
+            let overlap = GcOverlap {
+                any: ms % 10 == 0,
+                full: ms % 20 == 0,
+            };
+            w.record(ms * 1_000_000, 10, 20, ms % 100 == 0, overlap);
         }
         let s = w.summary();
         assert_eq!(s.count, 1000);
@@ -92,6 +112,7 @@ mod tests {
         assert_eq!(w.errors, 10);
         assert_eq!(w.bytes_in, 10_000);
         assert_eq!(w.bytes_out, 20_000);
+        assert_eq!((w.gc_overlap, w.gc2_overlap), (100, 50));
     }
 
     #[test]

@@ -3,9 +3,10 @@
 //! - [`sample`]: the one-row-per-interval schema (the seed's eleven columns first, then ours).
 //! - [`process`]: per-process CPU, RSS and storage I/O read from `/proc/<pid>`.
 //! - [`latency`]: an HDR-histogram window of request latencies (no sorting of raw samples).
-//! - [`gcstats`]: per-generation collection counts, objects collected and pause times.
+//! - [`gcstats`]: per-generation collection counts, objects collected and pause times; the events.
+//! - [`overlap`]: which requests were in flight while a collection ran (two atomic epochs).
 //! - [`policy`]: the GC policies, their spec strings, and the memory guard.
-//! - [`csv_sink`]: the append-only, flushed-per-row CSV writer.
+//! - [`csv_sink`]: the append-only, flushed CSV writer (samples, GC events).
 //! - [`prometheus`]: the text exposition of the agent's counters.
 //!
 //! Python lives elsewhere: the agent crate implements [`policy::GcControl`] over CPython's `gc`
@@ -14,6 +15,7 @@
 pub mod csv_sink;
 pub mod gcstats;
 pub mod latency;
+pub mod overlap;
 pub mod policy;
 pub mod process;
 pub mod prometheus;

@@ -16,6 +16,9 @@ pub struct AgentTotals {
     pub gc: GcTotals,
     pub policy_actions: u64,
     pub samples: u64,
+    /// Requests in flight while a collection ran, and a full collection.
+    pub requests_gc_overlap: u64,
+    pub requests_gc2_overlap: u64,
 }
 
 struct Exposition(String);
@@ -61,6 +64,18 @@ pub fn render(totals: &AgentTotals, latest: Option<&Sample>, policy: &str) -> St
         "counter",
         "Requests answered 5xx or raised.",
         totals.errors as f64,
+    );
+    e.single(
+        "requests_gc_overlap_total",
+        "counter",
+        "Requests in flight while a collection ran.",
+        totals.requests_gc_overlap as f64,
+    );
+    e.single(
+        "requests_gc2_overlap_total",
+        "counter",
+        "Requests in flight while a full (generation 2) collection ran.",
+        totals.requests_gc2_overlap as f64,
     );
     e.single(
         "received_bytes_total",
@@ -125,6 +140,12 @@ pub fn render(totals: &AgentTotals, latest: Option<&Sample>, policy: &str) -> St
         "Collections requested by the policy.",
         totals.gc.policy_collections as f64,
     );
+    e.single(
+        "gc_events_dropped_total",
+        "counter",
+        "Collections missing from the GC events CSV (an interval's event cap was hit).",
+        totals.gc.events_dropped as f64,
+    );
     if let Some(s) = latest {
         if let Some(rss) = s.rss_bytes {
             e.single("rss_bytes", "gauge", "Resident set size.", rss as f64);
@@ -173,6 +194,8 @@ mod tests {
     fn exposition_is_well_formed() {
         let mut totals = AgentTotals {
             requests: 12,
+            requests_gc_overlap: 5,
+            requests_gc2_overlap: 2,
             ..Default::default()
         };
         totals.gc.generations[2].collections = 3;
@@ -183,6 +206,9 @@ mod tests {
         };
         let text = render(&totals, Some(&sample), "threshold:\"x\"");
         assert!(text.contains("neurogc_requests_total 12\n"));
+        assert!(text.contains("neurogc_requests_gc_overlap_total 5\n"));
+        assert!(text.contains("neurogc_requests_gc2_overlap_total 2\n"));
+        assert!(text.contains("neurogc_gc_events_dropped_total 0\n"));
         assert!(text.contains("neurogc_gc_collections_total{generation=\"2\"} 3\n"));
         assert!(text.contains("neurogc_info{policy=\"threshold:\\\"x\\\"\"} 1\n"));
         assert!(text.contains("neurogc_rss_bytes 1048576\n"));

@@ -77,6 +77,10 @@ pub struct Sample {
     /// window fills) and whether it collected because of it.
     pub model_output: Option<f64>,
     pub model_fired: bool,
+    /// Requests finished in the interval that were in flight while any collection ran, and while
+    /// a full (oldest-generation) collection ran.
+    pub requests_gc_overlap: u64,
+    pub requests_gc2_overlap: u64,
 }
 
 /// One value of a row, typed so CSV and JSON can each render it their way.
@@ -156,6 +160,8 @@ impl Sample {
             "policy_reason",
             "model_output",
             "model_fired",
+            "requests_gc_overlap",
+            "requests_gc2_overlap",
         ] {
             cols.push(c.to_string());
         }
@@ -202,6 +208,8 @@ impl Sample {
         v.push(Value::Text(&self.policy_reason));
         v.push(Value::Float(self.model_output));
         v.push(Value::Bool(self.model_fired));
+        v.push(u(self.requests_gc_overlap));
+        v.push(u(self.requests_gc2_overlap));
         v
     }
 
@@ -236,6 +244,16 @@ mod tests {
         let cols = Sample::columns();
         assert_eq!(&cols[..11], &SEED_COLUMNS.map(String::from)[..]);
         assert_eq!(cols.len(), Sample::default().values().len());
+        // Extended columns are appended, never inserted.
+        assert_eq!(
+            &cols[cols.len() - 4..],
+            [
+                "model_output",
+                "model_fired",
+                "requests_gc_overlap",
+                "requests_gc2_overlap"
+            ]
+        );
     }
 
     #[test]
