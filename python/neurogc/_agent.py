@@ -44,6 +44,12 @@ class Agent:
         return None if path is None else os.fspath(path)
 
     @property
+    def gc_events_csv_path(self) -> str | None:
+        """The GC events CSV this process writes (``-<pid>`` suffixed in a fork child), if any."""
+        path = self._native.gc_events_csv_path
+        return None if path is None else os.fspath(path)
+
+    @property
     def running(self) -> bool:
         """True while sampling; False after stop() or after an internal failure."""
         return self._native.running
@@ -58,7 +64,10 @@ class Agent:
         return self._native.snapshot()
 
     def totals(self) -> dict[str, Any]:
-        """Counters since start: requests, bytes, collections and pauses per generation."""
+        """Counters since start: requests, bytes, collections and pauses per generation, requests
+        that overlapped a collection (``requests_gc_overlap``) or a full one
+        (``requests_gc2_overlap``), collections missing from the events CSV
+        (``gc_events_dropped``)."""
         return self._native.totals()
 
     def metrics(self) -> dict[str, Any]:
@@ -114,6 +123,7 @@ def start(
     interval: float = 1.0,
     csv: str | os.PathLike[str] | None = None,
     *,
+    gc_events_csv: str | os.PathLike[str] | None = None,
     _proc_root: str = "/proc",
 ) -> Agent:
     """Starts the agent: applies ``policy`` and samples every ``interval`` seconds.
@@ -121,7 +131,11 @@ def start(
     ``csv``: append one row per sample to this file (header once, flushed per row). In a fork
     child, ``samples.csv`` becomes ``samples-<pid>.csv``; a ``{pid}`` in the path is replaced.
 
-    Raises ``ValueError`` for a bad policy spec or interval, ``OSError`` if the CSV cannot be
+    ``gc_events_csv``: append one row per collection to this file
+    (``time,generation,pause_ms,collected,uncollectable,reason``; ``reason`` is ``policy`` or
+    ``runtime``), written and flushed at each sample and at stop; same fork rule as ``csv``.
+
+    Raises ``ValueError`` for a bad policy spec or interval, ``OSError`` if a CSV cannot be
     opened, ``RuntimeError`` if an agent is already running in this process.
     """
     global _current
@@ -136,7 +150,11 @@ def start(
         previous.stop()  # one that failed: unregister its (inert) gc callback
     with _lock:
         native = _native.NativeAgent(
-            policy, float(interval), None if csv is None else os.fspath(csv), _proc_root
+            policy,
+            float(interval),
+            None if csv is None else os.fspath(csv),
+            _proc_root,
+            None if gc_events_csv is None else os.fspath(gc_events_csv),
         )
         agent = Agent(native)
         # Registered before the policy starts, so a collection it runs at start is recorded.
@@ -174,6 +192,7 @@ def _start_from_environment() -> Agent | None:
             policy=policy,
             interval=float(os.environ.get("NEUROGC_INTERVAL", "1.0")),
             csv=os.environ.get("NEUROGC_CSV") or None,
+            gc_events_csv=os.environ.get("NEUROGC_GC_EVENTS_CSV") or None,
         )
     except Exception as exc:
         # The command itself must still run; say loudly why it runs without NeuroGC.

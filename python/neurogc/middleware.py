@@ -1,7 +1,8 @@
 """Request middleware: latency, bytes and in-flight counts for the agent, ASGI and WSGI.
 
 The middleware is the only per-request cost NeuroGC adds; it does a clock read at each end, counts
-bytes, and makes one call into the native agent. Network bytes are HTTP/1.1 message bytes
+bytes, and makes one call into the native agent at each end (the start's returns a token that tells
+the end whether a collection ran in between). Network bytes are HTTP/1.1 message bytes
 reconstructed from the ASGI/WSGI events (request line, headers, body) — per-process socket
 counters do not exist in /proc.
 """
@@ -35,12 +36,18 @@ class _AgentBinding:
         policy: str | None,
         interval: float,
         csv: str | os.PathLike[str] | None,
+        gc_events_csv: str | os.PathLike[str] | None = None,
     ) -> None:
         if policy is not None:
             _native.validate_policy(policy)  # a bad spec fails here, at start-up
         self.agent = agent
         self.owned = False
-        self.options = {"policy": policy or "default", "interval": interval, "csv": csv}
+        self.options = {
+            "policy": policy or "default",
+            "interval": interval,
+            "csv": csv,
+            "gc_events_csv": gc_events_csv,
+        }
         self.requested_policy = policy
 
     def ensure(self) -> _agent.Agent:
@@ -85,11 +92,12 @@ class _Middleware:
         policy: str | None = None,
         interval: float = 1.0,
         csv: str | os.PathLike[str] | None = None,
+        gc_events_csv: str | os.PathLike[str] | None = None,
         metrics_path: str | None = None,
         agent: _agent.Agent | None = None,
     ) -> None:
         self.app = app
-        self.binding = _AgentBinding(agent, policy, interval, csv)
+        self.binding = _AgentBinding(agent, policy, interval, csv, gc_events_csv)
         self.metrics_path = metrics_path.rstrip("/") if metrics_path else None
 
     def _is_metrics_path(self, path: str) -> bool:
@@ -146,7 +154,7 @@ class NeuroGCMiddleware(_Middleware):
         agent = self.binding.agent or self.binding.ensure()
         native = agent._native
         start = perf_counter_ns()
-        native.request_started()
+        token = native.request_started()
         # [bytes in, bytes out, status]; a list so the closures below can update it.
         tally = [
             len(scope.get("method", ""))
@@ -184,7 +192,7 @@ class NeuroGCMiddleware(_Middleware):
             failed = False
         finally:
             native.request_finished(
-                perf_counter_ns() - start, tally[0], tally[1], failed or tally[2] >= 500
+                perf_counter_ns() - start, tally[0], tally[1], failed or tally[2] >= 500, token
             )
 
 
@@ -207,7 +215,7 @@ class NeuroGCWSGIMiddleware(_Middleware):
             return [body]
         native = self.binding.ensure()._native
         start = perf_counter_ns()
-        native.request_started()
+        token = native.request_started()
         try:
             length = int(environ.get("CONTENT_LENGTH") or 0)
         except ValueError:
@@ -228,18 +236,21 @@ class NeuroGCWSGIMiddleware(_Middleware):
         try:
             body = self.app(environ, counting_start_response)
         except BaseException:
-            native.request_finished(perf_counter_ns() - start, length + headers_in, 0, True)
+            native.request_finished(perf_counter_ns() - start, length + headers_in, 0, True, token)
             raise
-        return _CountingBody(body, native, start, length + headers_in, state)
+        return _CountingBody(body, native, start, token, length + headers_in, state)
 
 
 class _CountingBody:
     """Wraps a WSGI response iterable: counts bytes out and records the request when closed."""
 
-    def __init__(self, body: Iterable[bytes], native: Any, start: int, bytes_in: int, state: dict):
+    def __init__(
+        self, body: Iterable[bytes], native: Any, start: int, token: int, bytes_in: int, state: dict
+    ):
         self._body = body
         self._native = native
         self._start = start
+        self._token = token
         self._bytes_in = bytes_in
         self._state = state
         self._failed = False
@@ -267,6 +278,7 @@ class _CountingBody:
                     self._bytes_in,
                     self._state["out"],
                     self._failed or self._state["status"] >= 500,
+                    self._token,
                 )
 
 
@@ -277,13 +289,21 @@ def install(
     interval: float = 1.0,
     csv: str | os.PathLike[str] | None = None,
     metrics_path: str | None = "/metrics",
+    gc_events_csv: str | os.PathLike[str] | None = None,
 ) -> NeuroGCMiddleware:
     """Wraps an ASGI app with the NeuroGC middleware; the agent starts with the app.
 
-    ``policy=None`` means ``default``, or whatever agent ``neurogc run`` already started.
+    ``policy=None`` means ``default``, or whatever agent ``neurogc run`` already started (whose
+    own ``csv``/``gc_events_csv`` then apply). ``csv`` and ``gc_events_csv`` are as in
+    :func:`neurogc.start`.
     ``metrics_path`` serves JSON there and Prometheus text at ``<metrics_path>/prometheus``;
     pass None to serve neither (an app with its own ``/metrics`` route).
     """
     return NeuroGCMiddleware(
-        app, policy=policy, interval=interval, csv=csv, metrics_path=metrics_path
+        app,
+        policy=policy,
+        interval=interval,
+        csv=csv,
+        gc_events_csv=gc_events_csv,
+        metrics_path=metrics_path,
     )

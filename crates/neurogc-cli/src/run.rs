@@ -24,6 +24,10 @@ pub struct RunArgs {
     /// Append one row per sample to this CSV file.
     #[arg(long)]
     csv: Option<PathBuf>,
+    /// Append one row per collection to this CSV file
+    /// (time,generation,pause_ms,collected,uncollectable,reason).
+    #[arg(long, value_name = "PATH")]
+    gc_events_csv: Option<PathBuf>,
     /// The command to run, after `--`.
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     command: Vec<OsString>,
@@ -41,9 +45,16 @@ pub fn run(args: RunArgs) -> Result<i32> {
         );
     }
     let csv = match &args.csv {
-        Some(path) => Some(absolute_writable_csv(path)?),
+        Some(path) => Some(absolute_writable_csv(path, "--csv")?),
         None => None,
     };
+    let gc_events_csv = match &args.gc_events_csv {
+        Some(path) => Some(absolute_writable_csv(path, "--gc-events-csv")?),
+        None => None,
+    };
+    if csv.is_some() && csv == gc_events_csv {
+        bail!("--csv and --gc-events-csv must be different files");
+    }
     let bootstrap = write_bootstrap()?;
     let mut pythonpath = OsString::from(&bootstrap);
     if let Some(existing) = std::env::var_os("PYTHONPATH").filter(|p| !p.is_empty()) {
@@ -57,21 +68,27 @@ pub fn run(args: RunArgs) -> Result<i32> {
         .env("PYTHONPATH", pythonpath)
         .env("NEUROGC_POLICY", args.policy.trim())
         .env("NEUROGC_INTERVAL", args.interval.to_string());
-    match &csv {
-        Some(path) => command.env("NEUROGC_CSV", path),
-        None => command.env_remove("NEUROGC_CSV"),
-    };
+    for (name, path) in [
+        ("NEUROGC_CSV", &csv),
+        ("NEUROGC_GC_EVENTS_CSV", &gc_events_csv),
+    ] {
+        match path {
+            Some(path) => command.env(name, path),
+            None => command.env_remove(name),
+        };
+    }
     // exec: the program takes over this process, so signals and the exit code are its own.
     let err = command.exec();
     bail!("cannot run {:?}: {err}", program)
 }
 
-/// The CSV path made absolute (the program may change directory) with its folder created.
-fn absolute_writable_csv(path: &Path) -> Result<PathBuf> {
-    let path = std::path::absolute(path).with_context(|| format!("bad --csv path {path:?}"))?;
+/// A CSV path made absolute (the program may change directory) with its folder created; `flag`
+/// names it in errors.
+fn absolute_writable_csv(path: &Path, flag: &str) -> Result<PathBuf> {
+    let path = std::path::absolute(path).with_context(|| format!("bad {flag} path {path:?}"))?;
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create the folder for --csv {}", path.display()))?;
+            .with_context(|| format!("cannot create the folder for {flag} {}", path.display()))?;
     }
     Ok(path)
 }

@@ -16,6 +16,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--policy", default="default", help="NeuroGC policy spec (default: default)")
     p.add_argument("--interval", type=float, default=1.0, help="sample interval, seconds")
     p.add_argument("--csv", default=None, help="append samples to this CSV file")
+    p.add_argument(
+        "--gc-events-csv", default=None, help="append one row per collection to this CSV file"
+    )
     p.add_argument("--no-agent", action="store_true", help="run without the NeuroGC agent")
     p.add_argument("--scenario", choices=SCENARIOS, default="seed")
     p.add_argument(
@@ -40,7 +43,12 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_agent:
             # The app serves its own /metrics (the seed's route); the middleware only measures.
             app = neurogc.install(
-                app, policy=args.policy, interval=args.interval, csv=args.csv, metrics_path=None
+                app,
+                policy=args.policy,
+                interval=args.interval,
+                csv=args.csv,
+                gc_events_csv=args.gc_events_csv,
+                metrics_path=None,
             )
     except (ValueError, OSError) as exc:
         print(f"neurogc.demo: error: {exc}", file=sys.stderr)
