@@ -131,6 +131,22 @@ def clean_gc():
     assert after == before, "the agent did not restore the collector's settings"
 
 
+@pytest.fixture
+def gc_disabled(clean_gc):
+    """Automatic collection off for the test, so the only collections are the ones it runs (and
+    its policy's); the agent is stopped (restoring "off") before collection is turned back on."""
+    was = gc.isenabled()
+    gc.disable()
+    yield
+    from neurogc import _agent
+
+    agent = _agent._current
+    if agent is not None:
+        agent.stop()
+    if was:
+        gc.enable()
+
+
 def run_python(
     code: str, timeout: float = 60, env: dict | None = None
 ) -> subprocess.CompletedProcess:

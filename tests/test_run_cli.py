@@ -97,3 +97,19 @@ def test_operator_policy_wins_over_the_apps_default(tmp_path):
         proc.terminate()
         _, err = proc.communicate(timeout=20)
     assert "ignoring 'default' from the middleware" in err
+
+
+def test_run_writes_gc_events_to_an_absolute_path(tmp_path):
+    # Relative paths are made absolute before the program starts: it may change directory.
+    script = tmp_path / "collects.py"
+    script.write_text("import gc, os\nos.chdir('/')\ngc.collect(2)\ngc.collect(2)\n")
+    r = neurogc("run", "--policy", "default", "--interval", "0.05", "--csv", "out/s.csv",
+                "--gc-events-csv", "out/gc-events.csv", "--", sys.executable, str(script),
+                cwd=tmp_path)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    rows = list(csv.DictReader((tmp_path / "out" / "gc-events.csv").open()))
+    assert sum(row["generation"] == "2" and row["reason"] == "runtime" for row in rows) >= 2
+    assert (tmp_path / "out" / "s.csv").exists()
+    r = neurogc("run", "--csv", "x.csv", "--gc-events-csv", "x.csv", "--", sys.executable, "-c", "1",
+                cwd=tmp_path)  # fmt: skip
+    assert r.returncode == 2 and "different files" in r.stderr
