@@ -201,7 +201,7 @@ struct HdrLog {
 
 impl HdrLog {
     fn create(dir: &Path, url: &str, started: SystemTime) -> Result<HdrLog> {
-        let path = dir.join(format!("{}.hlog", slug(url)));
+        let path = hdr_log_path(dir, url);
         let file = File::create(&path)
             .with_context(|| format!("--hdr-out: cannot create {}", path.display()))?;
         let mut log = HdrLog {
@@ -243,6 +243,11 @@ impl HdrLog {
 }
 
 /// `http://127.0.0.1:8001/api` → `127.0.0.1_8001_api`.
+/// Where `--hdr-out DIR` puts the histogram log of the host `url`.
+pub fn hdr_log_path(dir: &Path, url: &str) -> PathBuf {
+    dir.join(format!("{}.hlog", slug(url)))
+}
+
 fn slug(url: &str) -> String {
     let s = url.trim_start_matches("http://");
     s.chars()

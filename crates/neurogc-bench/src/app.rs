@@ -1,0 +1,239 @@
+//! The service under test: the bundled demo app or the user's own command, started with the
+//! agent and a policy, and waited for until it answers.
+
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+
+use crate::http;
+use crate::proc::{self, Group};
+use crate::rundir::unix_now;
+
+/// What to start.
+#[derive(Clone, Debug)]
+pub enum App {
+    /// `python -m neurogc.demo` (the seed's endpoints), with the agent installed by the app.
+    Demo {
+        python: PathBuf,
+        scenario: String,
+        heap_objects: Option<u64>,
+    },
+    /// A shell command with `{port}` in it, the agent injected by `neurogc run`.
+    Cmd { template: String },
+}
+
+/// Where one server writes and how it runs.
+pub struct Launch<'a> {
+    pub policy: &'a str,
+    pub port: u16,
+    pub interval_s: f64,
+    pub samples: &'a Path,
+    pub gc_events: &'a Path,
+    pub log: &'a Path,
+    pub cpus: &'a [usize],
+}
+
+/// A started, answering server.
+pub struct Server {
+    pub group: Group,
+    pub port: u16,
+    pub started: f64,
+    pub ready: f64,
+}
+
+impl Server {
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::from((Ipv4Addr::LOCALHOST, self.port))
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+}
+
+impl App {
+    pub fn check(&self) -> Result<()> {
+        match self {
+            App::Demo { python, .. } => {
+                let out = Command::new(python)
+                    .args(["-c", "import neurogc.demo, uvicorn"])
+                    .output()
+                    .with_context(|| format!("cannot run Python {}", python.display()))?;
+                if !out.status.success() {
+                    bail!(
+                        "{} cannot import neurogc.demo ({}); run `make setup` or pass --python",
+                        python.display(),
+                        String::from_utf8_lossy(&out.stderr)
+                            .trim()
+                            .lines()
+                            .last()
+                            .unwrap_or("")
+                    );
+                }
+                Ok(())
+            }
+            App::Cmd { template } => {
+                if !template.contains("{port}") {
+                    bail!("--cmd {template:?} must contain {{port}}, where the server's port goes");
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// For run.json.
+    pub fn describe(&self) -> Value {
+        match self {
+            App::Demo {
+                python,
+                scenario,
+                heap_objects,
+            } => json!({
+                "kind": "demo",
+                "scenario": scenario,
+                "heap_objects": heap_objects,
+                "command": format!("{} -m neurogc.demo --scenario {scenario} --port {{port}}", python.display()),
+            }),
+            App::Cmd { template } => json!({"kind": "cmd", "command": template}),
+        }
+    }
+
+    fn command(&self, l: &Launch<'_>) -> Result<Command> {
+        Ok(match self {
+            App::Demo {
+                python,
+                scenario,
+                heap_objects,
+            } => {
+                let mut c = Command::new(python);
+                c.args(["-m", "neurogc.demo", "--port", &l.port.to_string()])
+                    .args(["--policy", l.policy, "--scenario", scenario])
+                    .args(["--interval", &l.interval_s.to_string()])
+                    .arg("--csv")
+                    .arg(l.samples)
+                    .arg("--gc-events-csv")
+                    .arg(l.gc_events);
+                if let Some(n) = heap_objects {
+                    c.args(["--heap-objects", &n.to_string()]);
+                }
+                c
+            }
+            App::Cmd { template } => {
+                let neurogc = std::env::current_exe().context("cannot find the neurogc binary")?;
+                let mut c = Command::new(neurogc);
+                c.args(["run", "--policy", l.policy])
+                    .args(["--interval", &l.interval_s.to_string()])
+                    .arg("--csv")
+                    .arg(l.samples)
+                    .arg("--gc-events-csv")
+                    .arg(l.gc_events)
+                    .args(["--", "sh", "-c"])
+                    .arg(template.replace("{port}", &l.port.to_string()))
+                    .env("PORT", l.port.to_string());
+                c
+            }
+        })
+    }
+
+    /// Starts a server and waits until `GET health` answers (any status below 500).
+    pub fn start(&self, l: &Launch<'_>, health: &str, timeout: Duration) -> Result<Server> {
+        let started = unix_now();
+        let mut group = proc::spawn_group(self.command(l)?, "server", Some(l.log), l.cpus)?;
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, l.port));
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = group.try_wait() {
+                bail!(
+                    "the app exited ({status}) before answering on port {}; its log {}:\n{}",
+                    l.port,
+                    l.log.display(),
+                    log_tail(l.log, 15)
+                );
+            }
+            if let Ok(code) = http::get_status(addr, health, Duration::from_millis(500)) {
+                if code < 500 {
+                    break;
+                }
+            }
+            if Instant::now() >= deadline {
+                group.stop(Duration::from_secs(2));
+                bail!(
+                    "the app did not answer GET {health} on port {} within {:.0} s; its log {}:\n{}",
+                    l.port,
+                    timeout.as_secs_f64(),
+                    l.log.display(),
+                    log_tail(l.log, 15)
+                );
+            }
+            if proc::interrupted() {
+                bail!("interrupted while waiting for the app to start");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Ok(Server {
+            group,
+            port: l.port,
+            started,
+            ready: unix_now(),
+        })
+    }
+}
+
+/// The last `n` lines of a log, indented, for error messages.
+pub fn log_tail(path: &Path, n: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    let tail = &lines[lines.len().saturating_sub(n)..];
+    if tail.is_empty() {
+        "    (empty)".to_string()
+    } else {
+        tail.iter()
+            .map(|l| format!("    {l}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// A port nobody listens on now (the OS's choice).
+pub fn free_port() -> Result<u16> {
+    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).context("cannot find a free port")?;
+    Ok(l.local_addr()?.port())
+}
+
+/// The Python that has `neurogc` installed: `--python`, `$NEUROGC_PYTHON`, the active virtualenv,
+/// a `.venv` next to the `neurogc` binary's checkout or the working directory, else `python3`.
+pub fn find_python(explicit: Option<&Path>) -> PathBuf {
+    if let Some(p) = explicit {
+        return p.to_path_buf();
+    }
+    if let Some(p) = std::env::var_os("NEUROGC_PYTHON") {
+        return PathBuf::from(p);
+    }
+    let mut candidates = Vec::new();
+    if let Some(venv) = std::env::var_os("VIRTUAL_ENV") {
+        candidates.push(PathBuf::from(venv).join("bin/python"));
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        // .venv/bin/neurogc links to target/release/neurogc: look beside both.
+        let resolved = exe.canonicalize().unwrap_or(exe.clone());
+        for start in [exe.as_path(), resolved.as_path()] {
+            if let Some(bin) = start.parent() {
+                candidates.push(bin.join("python"));
+            }
+            for dir in start.ancestors().skip(1) {
+                candidates.push(dir.join(".venv/bin/python"));
+            }
+        }
+    }
+    if let Ok(cwd) = std::env::current_dir() {
+        candidates.push(cwd.join(".venv/bin/python"));
+    }
+    candidates
+        .into_iter()
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from("python3"))
+}

@@ -1,0 +1,192 @@
+//! Flags shared by `collect`, `bench` and `demo`, and their validation.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use neurogc_load::args::parse_duration;
+
+use crate::app::{find_python, App};
+use crate::loader::Shape;
+
+/// Which service to start.
+#[derive(clap::Args, Debug, Clone)]
+pub struct AppArgs {
+    /// The bundled app to run (`demo`: the seed's FastAPI endpoints, served by uvicorn).
+    #[arg(long, default_value = "demo", value_parser = ["demo"])]
+    pub app: String,
+    /// Your own service instead: a shell command with `{port}` where its port goes, e.g.
+    /// "uvicorn myapp:app --port {port}". The agent is injected as by `neurogc run`.
+    #[arg(long, value_name = "COMMAND", conflicts_with_all = ["scenario", "heap_objects"])]
+    pub cmd: Option<String>,
+    /// Demo workload: `seed` (the seed's endpoints) or `large-heap` (a big live heap, cyclic garbage).
+    #[arg(long, value_name = "NAME")]
+    pub scenario: Option<String>,
+    /// Demo `large-heap`: long-lived tracked objects.
+    #[arg(long, value_name = "N")]
+    pub heap_objects: Option<u64>,
+    /// Python with `neurogc` installed, for the demo app [default: the project's .venv].
+    #[arg(long, value_name = "PATH")]
+    pub python: Option<PathBuf>,
+    /// Path polled until the service answers [default: /health for the demo, / for --cmd].
+    #[arg(long, value_name = "PATH")]
+    pub health: Option<String>,
+    /// Give up if the service does not answer within this long.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    pub startup_timeout: Duration,
+    /// Agent sample interval, seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 1.0)]
+    pub interval: f64,
+}
+
+impl AppArgs {
+    pub fn app(&self) -> Result<App> {
+        if !(self.interval.is_finite() && (0.01..=60.0).contains(&self.interval)) {
+            bail!(
+                "--interval {} must be between 0.01 and 60 seconds",
+                self.interval
+            );
+        }
+        let app = match &self.cmd {
+            Some(cmd) => App::Cmd {
+                template: cmd.clone(),
+            },
+            None => {
+                let scenario = self.scenario.clone().unwrap_or_else(|| "seed".into());
+                if !["seed", "large-heap"].contains(&scenario.as_str()) {
+                    bail!("--scenario {scenario:?}: expected seed or large-heap");
+                }
+                App::Demo {
+                    python: find_python(self.python.as_deref()),
+                    scenario,
+                    heap_objects: self.heap_objects,
+                }
+            }
+        };
+        app.check()?;
+        Ok(app)
+    }
+
+    pub fn health_path(&self) -> String {
+        match (&self.health, &self.cmd) {
+            (Some(h), _) => h.clone(),
+            (None, Some(_)) => "/".into(),
+            (None, None) => "/health".into(),
+        }
+    }
+}
+
+/// Where the run directory goes.
+#[derive(clap::Args, Debug, Clone)]
+pub struct OutputArgs {
+    /// Parent of the run directory (runs/<timestamp>-<name>/).
+    #[arg(long, value_name = "DIR", default_value = "runs")]
+    pub runs_dir: PathBuf,
+    /// The run's name [default: the command's].
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+}
+
+/// The live dashboard.
+#[derive(clap::Args, Debug, Clone)]
+pub struct DashboardOpts {
+    /// Start a dashboard for this run (if none is running on --dashboard-port) and stream to it.
+    #[arg(long)]
+    pub dashboard: bool,
+    /// The dashboard's port on 127.0.0.1: a dashboard already running there gets the samples.
+    #[arg(long, value_name = "PORT", default_value_t = 8003)]
+    pub dashboard_port: u16,
+    /// Stream to no dashboard, even if one is running.
+    #[arg(long, conflicts_with = "dashboard")]
+    pub no_dashboard: bool,
+}
+
+impl DashboardOpts {
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::from((Ipv4Addr::LOCALHOST, self.dashboard_port))
+    }
+}
+
+/// The load: closed loop (Locust) or open loop (wrk2).
+#[derive(clap::Args, Debug, Clone)]
+pub struct LoadOpts {
+    /// Closed loop: users (Locust's -u).
+    #[arg(short = 'u', long, value_name = "N", conflicts_with = "rate")]
+    pub users: Option<u64>,
+    /// Closed loop: users started per second (Locust's -r).
+    #[arg(short = 'r', long, value_name = "R")]
+    pub spawn_rate: Option<f64>,
+    /// Closed loop: think time between a user's requests, uniform in [MIN, MAX] seconds.
+    #[arg(long, value_name = "MIN,MAX")]
+    pub wait: Option<String>,
+    /// Open loop: requests per second, or `auto` (bench only): find the highest rate the
+    /// slowest policy sustains with flat latency, then run at --rate-fraction of it.
+    #[arg(long, value_name = "RPS|auto")]
+    pub rate: Option<String>,
+    /// Task file (TOML, see docs/load.md) [default: the seed's endpoints and weights].
+    #[arg(long, value_name = "FILE")]
+    pub tasks: Option<PathBuf>,
+    /// Per-request timeout.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Seed for task picks and waits (the same for every trial, so policies see the same load).
+    #[arg(long, value_name = "N", default_value_t = 42)]
+    pub seed: u64,
+}
+
+/// The load as asked: a shape, or "find the rate first".
+pub enum LoadPlan {
+    Fixed(Shape),
+    AutoRate,
+}
+
+impl LoadOpts {
+    /// `default_closed` applies when neither --users nor --rate is given.
+    pub fn plan(&self, default_closed: Option<(u64, f64)>) -> Result<LoadPlan> {
+        if let Some(rate) = &self.rate {
+            if self.wait.is_some() || self.spawn_rate.is_some() {
+                bail!("--wait and --spawn-rate are closed-loop flags; --rate is open loop");
+            }
+            if rate == "auto" {
+                return Ok(LoadPlan::AutoRate);
+            }
+            let r: f64 = rate
+                .parse()
+                .ok()
+                .filter(|r: &f64| r.is_finite() && *r > 0.0)
+                .with_context(|| {
+                    format!("--rate {rate:?}: expected requests per second or auto")
+                })?;
+            return Ok(LoadPlan::Fixed(Shape::Open { rate: r }));
+        }
+        let (default_users, default_spawn) = match default_closed {
+            Some(d) => d,
+            None if self.users.is_none() => return Ok(LoadPlan::AutoRate),
+            None => (1, 1.0),
+        };
+        let users = self.users.unwrap_or(default_users);
+        let spawn_rate = self.spawn_rate.unwrap_or(default_spawn);
+        if users == 0 || !(spawn_rate.is_finite() && spawn_rate > 0.0) {
+            bail!("--users must be at least 1 and --spawn-rate above 0");
+        }
+        let (wait_min_s, wait_max_s) = match &self.wait {
+            None => (0.1, 0.5),
+            Some(w) => {
+                let parsed = w.split_once(',').and_then(|(a, b)| {
+                    Some((a.trim().parse::<f64>().ok()?, b.trim().parse::<f64>().ok()?))
+                });
+                match parsed {
+                    Some((a, b)) if a >= 0.0 && b >= a && b.is_finite() => (a, b),
+                    _ => bail!("--wait {w:?}: expected MIN,MAX seconds with 0 <= MIN <= MAX"),
+                }
+            }
+        };
+        Ok(LoadPlan::Fixed(Shape::Closed {
+            users,
+            spawn_rate,
+            wait_min_s,
+            wait_max_s,
+        }))
+    }
+}

@@ -1,0 +1,212 @@
+//! `neurogc bench`: every policy against the same load, repeated and interleaved (A B A B …),
+//! one at a time on a pinned core (`--mode sequential`) or all at once (`--mode side-by-side`,
+//! the seed's way), then the report.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use neurogc_load::args::parse_duration;
+
+use crate::args::{AppArgs, DashboardOpts, LoadOpts, LoadPlan, OutputArgs};
+use crate::loader::Shape;
+use crate::policies::{self, Policy};
+use crate::proc;
+use crate::rate::{self, SearchConfig};
+use crate::session::{Dashboard, Outcome, RunSpec, Session};
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Each trial alone on the machine, server and load generator on different cores.
+    Sequential,
+    /// All policies' servers at once under one load generator (the seed's method).
+    SideBySide,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Sequential => "sequential",
+            Mode::SideBySide => "side-by-side",
+        }
+    }
+}
+
+/// `neurogc bench`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// A policy to bench, `[LABEL=]SPEC` (repeat; the first is the baseline), e.g. `default`,
+    /// `neurogc-seed:models/lstm`, `big=threshold:50000,20,20`.
+    #[arg(long = "policy", value_name = "[LABEL=]SPEC", required = true)]
+    pub policies: Vec<String>,
+    #[arg(long, value_enum, default_value = "sequential")]
+    pub mode: Mode,
+    /// Repetitions per policy, interleaved A B A B.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub repeat: usize,
+    /// Load before each measurement, not recorded (imports, caches, the first full collections).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub warmup: Duration,
+    /// Measured time per trial.
+    #[arg(long, visible_alias = "run-time", value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// With --rate auto: the share of the sustainable rate to run at.
+    #[arg(long, value_name = "F", default_value_t = 0.6)]
+    pub rate_fraction: f64,
+    /// With --rate auto: the first rate probed (doubled until not sustained).
+    #[arg(long, value_name = "RPS", default_value_t = 5.0)]
+    pub rate_start: f64,
+    /// With --rate auto: the length of each probe.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    pub probe_time: Duration,
+    /// Do not pin the server and the load generator to separate CPUs.
+    #[arg(long)]
+    pub no_pin: bool,
+    /// Do not write the report at the end.
+    #[arg(long)]
+    pub no_report: bool,
+    #[command(flatten)]
+    pub app: AppArgs,
+    #[command(flatten)]
+    pub load: LoadOpts,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    #[command(flatten)]
+    pub dashboard: DashboardOpts,
+}
+
+/// A finished (or interrupted) bench.
+pub struct BenchDone {
+    pub run_dir: PathBuf,
+    pub outcome: Outcome,
+    pub dashboard: Dashboard,
+}
+
+struct Checked {
+    policies: Vec<Policy>,
+    plan: LoadPlan,
+}
+
+fn check(args: &BenchArgs) -> Result<Checked> {
+    let policies = policies::parse_all(&args.policies)?;
+    if args.repeat == 0 || args.repeat > 1000 {
+        bail!("--repeat {} must be between 1 and 1000", args.repeat);
+    }
+    if args.duration.is_zero() {
+        bail!("--duration must be above 0");
+    }
+    if !(args.rate_fraction > 0.0 && args.rate_fraction <= 1.0) {
+        bail!("--rate-fraction {} must be in (0, 1]", args.rate_fraction);
+    }
+    if !(args.rate_start.is_finite() && args.rate_start > 0.0) {
+        bail!("--rate-start {} must be above 0", args.rate_start);
+    }
+    let plan = args.load.plan(None)?;
+    Ok(Checked { policies, plan })
+}
+
+/// Runs the bench; `command` is recorded in run.json. Ctrl-C stops it and keeps what finished.
+pub fn execute(args: &BenchArgs, command: Vec<String>, dashboard: Dashboard) -> Result<BenchDone> {
+    let Checked { policies, plan } = check(args)?;
+    let spec = RunSpec {
+        kind: "bench",
+        default_name: "bench",
+        app: &args.app,
+        load: &args.load,
+        output: &args.output,
+        pin: !args.no_pin && args.mode == Mode::Sequential,
+        mode: args.mode.name(),
+        repeat: args.repeat,
+        warmup: args.warmup,
+        duration: args.duration,
+        policies: &policies,
+    };
+    let mut session = Session::open(&spec, command, dashboard)?;
+    let result = run_trials(args, &mut session, &policies, plan);
+    session.finish(&result)?;
+    let run_dir = session.run.path.clone();
+    let outcome = match result {
+        Ok(outcome) => outcome,
+        Err(e) if proc::interrupted() => {
+            eprintln!("neurogc bench: interrupted: {e:#}");
+            Outcome::Interrupted
+        }
+        Err(e) => return Err(e.context(format!("run directory {}", run_dir.display()))),
+    };
+    Ok(BenchDone {
+        run_dir,
+        outcome,
+        dashboard: std::mem::take(&mut session.dashboard),
+    })
+}
+
+fn run_trials(
+    args: &BenchArgs,
+    session: &mut Session,
+    policies: &[Policy],
+    plan: LoadPlan,
+) -> Result<Outcome> {
+    let shape = match plan {
+        LoadPlan::Fixed(shape) => {
+            let mut load = shape.describe();
+            load["rate_source"] = "fixed".into();
+            session.set_load(load)?;
+            shape
+        }
+        LoadPlan::AutoRate => {
+            if args.mode == Mode::SideBySide {
+                bail!("--rate auto probes one server at a time: use it with --mode sequential, or give --rate RPS");
+            }
+            let found = rate::search(
+                session,
+                policies,
+                &SearchConfig {
+                    start_rps: args.rate_start,
+                    max_rps: 100_000.0,
+                    probe: args.probe_time,
+                    warmup: args.warmup,
+                    fraction: args.rate_fraction,
+                },
+            )?;
+            eprintln!(
+                "rate auto: {} sustains at most {} req/s; running every policy at {} % of it: {} req/s",
+                found.limited_by,
+                found.sustainable_rps,
+                (args.rate_fraction * 100.0).round(),
+                found.rate
+            );
+            let shape = Shape::Open { rate: found.rate };
+            let mut load = shape.describe();
+            load["rate_source"] = "auto".into();
+            load["auto"] = serde_json::json!({
+                "sustainable_rps": found.sustainable_rps,
+                "fraction": args.rate_fraction,
+                "limited_by": found.limited_by,
+            });
+            session.set_load(load)?;
+            shape
+        }
+    };
+    let total = match args.mode {
+        Mode::Sequential => args.repeat * policies.len(),
+        Mode::SideBySide => args.repeat,
+    };
+    let mut n = 0;
+    for rep in 1..=args.repeat {
+        let groups: Vec<Vec<&Policy>> = match args.mode {
+            Mode::Sequential => policies.iter().map(|p| vec![p]).collect(),
+            Mode::SideBySide => vec![policies.iter().collect()],
+        };
+        for group in groups {
+            n += 1;
+            let names: Vec<&str> = group.iter().map(|p| p.label.as_str()).collect();
+            let progress = format!("[{n}/{total}] {} r{rep}", names.join(" + "));
+            let outcome =
+                session.run_together(&group, rep, &shape, args.warmup, args.duration, &progress)?;
+            if outcome == Outcome::Interrupted || proc::interrupted() {
+                return Ok(Outcome::Interrupted);
+            }
+        }
+    }
+    Ok(Outcome::Complete)
+}

@@ -1,0 +1,153 @@
+//! `neurogc collect`: the seed's first phase. The app runs with the agent observing only
+//! (policy `default`: CPython's own GC), is warmed up and driven by `neurogc load`, and its
+//! samples of the measured window become a training set.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use neurogc_load::args::parse_duration;
+
+use crate::args::{AppArgs, DashboardOpts, LoadOpts, LoadPlan, OutputArgs};
+use crate::policies::{self, Policy};
+use crate::session::{Dashboard, Outcome, RunSpec, Session};
+
+/// `neurogc collect`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct CollectArgs {
+    /// Where the training set goes (the measured window's samples) [default: RUN_DIR/data.csv].
+    #[arg(long, value_name = "FILE.csv")]
+    pub out: Option<PathBuf>,
+    /// Measured time.
+    #[arg(short = 't', long, visible_alias = "duration", value_name = "DURATION", default_value = "1m", value_parser = parse_duration)]
+    pub run_time: Duration,
+    /// Load before the measurement, not recorded.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub warmup: Duration,
+    /// The policy the app runs under while collecting.
+    #[arg(long, value_name = "SPEC", default_value = "default")]
+    pub policy: String,
+    /// Do not pin the server and the load generator to separate CPUs.
+    #[arg(long)]
+    pub no_pin: bool,
+    #[command(flatten)]
+    pub app: AppArgs,
+    #[command(flatten)]
+    pub load: LoadOpts,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    #[command(flatten)]
+    pub dashboard: DashboardOpts,
+}
+
+pub struct Collected {
+    pub run_dir: PathBuf,
+    pub data: PathBuf,
+    pub rows: usize,
+    pub outcome: Outcome,
+    pub dashboard: Dashboard,
+}
+
+pub fn execute(
+    args: &CollectArgs,
+    command: Vec<String>,
+    dashboard: Dashboard,
+) -> Result<Collected> {
+    let policy: Policy = policies::parse_all(std::slice::from_ref(&args.policy))?.remove(0);
+    // The seed's load: 100 users, 10 per second.
+    let shape = match args.load.plan(Some((100, 10.0)))? {
+        LoadPlan::Fixed(shape) => shape,
+        LoadPlan::AutoRate => {
+            bail!("--rate auto is for bench; collect takes --rate RPS or --users N")
+        }
+    };
+    if args.run_time.is_zero() {
+        bail!("--run-time must be above 0");
+    }
+    if let Some(out) = &args.out {
+        let dir = out.parent().filter(|d| !d.as_os_str().is_empty());
+        if let Some(dir) = dir {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("--out {}: cannot create its folder", out.display()))?;
+        }
+    }
+    let policies = [policy];
+    let spec = RunSpec {
+        kind: "collect",
+        default_name: "collect",
+        app: &args.app,
+        load: &args.load,
+        output: &args.output,
+        pin: !args.no_pin,
+        mode: "sequential",
+        repeat: 1,
+        warmup: args.warmup,
+        duration: args.run_time,
+        policies: &policies,
+    };
+    let mut session = Session::open(&spec, command, dashboard)?;
+    let mut load = shape.describe();
+    load["rate_source"] = "fixed".into();
+    session.set_load(load)?;
+    let policy = &policies[0];
+    let result = session.run_together(
+        &[policy],
+        1,
+        &shape,
+        args.warmup,
+        args.run_time,
+        &format!("collect · {}", policy.label),
+    );
+    let run_dir = session.run.path.clone();
+    let trial_dir = run_dir.join(&session.run.info.trials[0].dir);
+    let data = args.out.clone().unwrap_or_else(|| run_dir.join("data.csv"));
+    // The training set is part of the run: a failure to write it fails the run.
+    let result = result.and_then(|outcome| {
+        let rows = write_training_set(&trial_dir, &data)?;
+        Ok((outcome, rows))
+    });
+    session.finish(
+        &result
+            .as_ref()
+            .map(|(o, _)| *o)
+            .map_err(|e| anyhow::anyhow!("{e:#}")),
+    )?;
+    let (outcome, rows) =
+        result.map_err(|e| e.context(format!("run directory {}", run_dir.display())))?;
+    Ok(Collected {
+        run_dir,
+        data,
+        rows,
+        outcome,
+        dashboard: std::mem::take(&mut session.dashboard),
+    })
+}
+
+/// Copies the samples of the trial's measured window to `out` (atomically): header, then rows.
+fn write_training_set(trial_dir: &Path, out: &Path) -> Result<usize> {
+    let trial: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(trial_dir.join("trial.json")).context("trial.json")?,
+    )?;
+    let start = trial["measure_start"].as_f64().unwrap_or(f64::NEG_INFINITY);
+    let end = trial["measure_end"].as_f64().unwrap_or(f64::INFINITY);
+    let samples = trial_dir.join("samples.csv");
+    let text = std::fs::read_to_string(&samples)
+        .with_context(|| format!("no samples were recorded ({})", samples.display()))?;
+    let mut lines = text.lines();
+    let header = lines.next().context("the samples CSV is empty")?;
+    let mut body = String::from(header);
+    body.push('\n');
+    let mut rows = 0;
+    for line in lines.filter(|l| *l != header) {
+        let time = line.split(',').next().and_then(|t| t.parse::<f64>().ok());
+        if time.is_some_and(|t| t >= start && t <= end + 1e-3) {
+            body.push_str(line);
+            body.push('\n');
+            rows += 1;
+        }
+    }
+    let tmp = out.with_extension("csv.tmp");
+    std::fs::write(&tmp, body).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, out).with_context(|| format!("cannot write {}", out.display()))?;
+    Ok(rows)
+}

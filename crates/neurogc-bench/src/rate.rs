@@ -1,0 +1,293 @@
+//! `--rate auto`: the highest open-loop rate each policy sustains with flat latency, so the bench
+//! measures GC rather than a queue (the seed's servers ran saturated: p99 of 15–24 s).
+//!
+//! Each policy gets its own server (pinned as in the bench), a warm-up, then probes at doubling
+//! rates until one is not sustained, then two bisection steps between the last good and first
+//! bad rate. A probe is sustained when every request succeeded, none was dropped, the achieved
+//! rate is at least 95 % of the target, and latency stayed near the lightest probe's:
+//! p50 ≤ 2 × p50₀ + 5 ms and p99 ≤ 3 × p99₀ + 20 ms, where ₀ is the lowest of the sustained
+//! probes so far (a queue raises the median; GC pauses alone raise only the tail, and only so far).
+
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+
+use crate::loader::{self, Shape};
+use crate::policies::Policy;
+use crate::proc;
+use crate::rundir::{slug, write_json_atomic};
+use crate::session::Session;
+
+#[derive(Serialize, Clone, Debug)]
+pub struct Probe {
+    pub rate: f64,
+    pub achieved: f64,
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub failures: u64,
+    pub dropped: u64,
+    pub sustained: bool,
+    pub verdict: String,
+}
+
+#[derive(Serialize, Clone, Debug)]
+pub struct PolicySearch {
+    pub label: String,
+    pub probes: Vec<Probe>,
+    pub sustainable_rps: f64,
+}
+
+#[derive(Serialize, Clone, Debug)]
+pub struct Search {
+    pub start_rps: f64,
+    pub probe_s: f64,
+    pub fraction: f64,
+    pub policies: Vec<PolicySearch>,
+    pub sustainable_rps: f64,
+    pub limited_by: String,
+    pub rate: f64,
+}
+
+pub struct SearchConfig {
+    pub start_rps: f64,
+    pub max_rps: f64,
+    pub probe: Duration,
+    pub warmup: Duration,
+    pub fraction: f64,
+}
+
+/// Probes every policy and writes `rate-search.json`. An error if some policy cannot sustain
+/// even the starting rate, or on Ctrl-C.
+pub fn search(session: &Session, policies: &[Policy], cfg: &SearchConfig) -> Result<Search> {
+    let root = session.run.path.join("rate-search");
+    let mut found = Vec::new();
+    for policy in policies {
+        let dir = root.join(slug(&policy.label));
+        std::fs::create_dir_all(&dir)?;
+        let mut server = session.start_server(policy, &dir, &session.server_cpus)?;
+        let hosts = [server.url()];
+        let result = probe_policy(session, policy, &hosts, &dir, cfg);
+        server.group.stop(Duration::from_secs(10));
+        found.push(result?);
+    }
+    let slowest = found
+        .iter()
+        .min_by(|a, b| a.sustainable_rps.total_cmp(&b.sustainable_rps))
+        .expect("at least one policy");
+    let search = Search {
+        start_rps: cfg.start_rps,
+        probe_s: cfg.probe.as_secs_f64(),
+        fraction: cfg.fraction,
+        sustainable_rps: slowest.sustainable_rps,
+        limited_by: slowest.label.clone(),
+        rate: round_rate(slowest.sustainable_rps * cfg.fraction),
+        policies: found,
+    };
+    write_json_atomic(&session.run.path.join("rate-search.json"), &search)?;
+    Ok(search)
+}
+
+fn probe_policy(
+    session: &Session,
+    policy: &Policy,
+    hosts: &[String],
+    dir: &std::path::Path,
+    cfg: &SearchConfig,
+) -> Result<PolicySearch> {
+    let probe = |n: usize, rate: f64| -> Result<Probe> {
+        let out = dir.join(format!("probe-{n:02}.jsonl"));
+        session.drive(
+            hosts,
+            &Shape::Open { rate },
+            cfg.probe,
+            &out,
+            None,
+            &dir.join("load.log"),
+            &session.load_cpus,
+            None,
+        )?;
+        if proc::interrupted() {
+            bail!("interrupted during the rate search");
+        }
+        let output = loader::read_output(&out)?;
+        let total = output.total(&hosts[0]);
+        Ok(Probe {
+            rate,
+            achieved: total.as_ref().map_or(0.0, |t| t.rps),
+            p50_ms: total.as_ref().and_then(|t| t.p50_ms),
+            p99_ms: total.as_ref().and_then(|t| t.p99_ms),
+            failures: total.as_ref().map_or(0, |t| t.failures),
+            dropped: total.as_ref().map_or(0, |t| t.dropped),
+            sustained: false,
+            verdict: String::new(),
+        })
+    };
+    if !cfg.warmup.is_zero() {
+        session.drive(
+            hosts,
+            &Shape::Open {
+                rate: cfg.start_rps,
+            },
+            cfg.warmup,
+            &dir.join("warmup.jsonl"),
+            None,
+            &dir.join("load.log"),
+            &session.load_cpus,
+            None,
+        )?;
+    }
+    let mut probes: Vec<Probe> = Vec::new();
+    let judge = |mut p: Probe, probes: &mut Vec<Probe>| -> bool {
+        let (ok, verdict) = verdict(&p, &reference(probes, &p));
+        p.sustained = ok;
+        p.verdict = verdict;
+        eprintln!(
+            "rate search · {} · {:.1} req/s → achieved {:.1}, p50 {}, p99 {}: {}",
+            policy.label,
+            p.rate,
+            p.achieved,
+            fmt_ms(p.p50_ms),
+            fmt_ms(p.p99_ms),
+            p.verdict
+        );
+        probes.push(p);
+        ok
+    };
+    let mut good: Option<f64> = None;
+    let mut bad: Option<f64> = None;
+    let mut rate = cfg.start_rps;
+    while rate <= cfg.max_rps {
+        let p = probe(probes.len() + 1, rate)?;
+        if judge(p, &mut probes) {
+            good = Some(rate);
+            rate *= 2.0;
+        } else {
+            bad = Some(rate);
+            break;
+        }
+    }
+    let Some(mut lo) = good else {
+        bail!(
+            "--rate auto: the {} server does not sustain even {} req/s (see {}); lower --rate-start or check the app",
+            policy.label,
+            cfg.start_rps,
+            dir.display()
+        );
+    };
+    if let Some(mut hi) = bad {
+        for _ in 0..2 {
+            // Let the queue the failed probe built drain before the next one.
+            proc::sleep_unless_interrupted(Duration::from_secs(2));
+            let mid = round_rate((lo * hi).sqrt());
+            if mid <= lo || mid >= hi {
+                break;
+            }
+            let p = probe(probes.len() + 1, mid)?;
+            if judge(p, &mut probes) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+    }
+    Ok(PolicySearch {
+        label: policy.label.clone(),
+        probes,
+        sustainable_rps: lo,
+    })
+}
+
+/// The latency a probe is judged against: the lowest p50 and p99 of the sustained probes so far
+/// (the first probe's own at the start), so one slow first probe on a cold server is no anchor.
+fn reference(probes: &[Probe], current: &Probe) -> Probe {
+    let sustained: Vec<&Probe> = probes.iter().filter(|p| p.sustained).collect();
+    if sustained.is_empty() {
+        return current.clone();
+    }
+    let lowest =
+        |f: fn(&Probe) -> Option<f64>| sustained.iter().filter_map(|p| f(p)).min_by(f64::total_cmp);
+    Probe {
+        p50_ms: lowest(|p| p.p50_ms),
+        p99_ms: lowest(|p| p.p99_ms),
+        ..current.clone()
+    }
+}
+
+fn verdict(p: &Probe, reference: &Probe) -> (bool, String) {
+    if p.failures > 0 {
+        return (false, format!("{} requests failed", p.failures));
+    }
+    if p.dropped > 0 {
+        return (
+            false,
+            format!("{} arrivals dropped (too many in flight)", p.dropped),
+        );
+    }
+    if p.achieved < 0.95 * p.rate {
+        return (false, "achieved rate below 95 % of the target".into());
+    }
+    if let (Some(p50), Some(p50_0)) = (p.p50_ms, reference.p50_ms) {
+        if p50 > 2.0 * p50_0 + 5.0 {
+            return (
+                false,
+                format!("p50 rose to {p50:.1} ms from {p50_0:.1} ms: queueing"),
+            );
+        }
+    }
+    if let (Some(p99), Some(p99_0)) = (p.p99_ms, reference.p99_ms) {
+        if p99 > 3.0 * p99_0 + 20.0 {
+            return (false, format!("p99 rose to {p99:.1} ms from {p99_0:.1} ms"));
+        }
+    }
+    (true, "sustained".into())
+}
+
+fn fmt_ms(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| format!("{v:.1} ms"))
+}
+
+/// Rates to two significant digits at most, so configurations read cleanly.
+fn round_rate(r: f64) -> f64 {
+    if r <= 0.0 {
+        return r;
+    }
+    let mag = 10f64.powf(r.log10().floor() - 1.0);
+    ((r / mag).round() * mag).max(0.1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probe(rate: f64, achieved: f64, p50: f64, p99: f64) -> Probe {
+        Probe {
+            rate,
+            achieved,
+            p50_ms: Some(p50),
+            p99_ms: Some(p99),
+            failures: 0,
+            dropped: 0,
+            sustained: false,
+            verdict: String::new(),
+        }
+    }
+
+    #[test]
+    fn queueing_is_not_sustained() {
+        let reference = probe(10.0, 10.0, 8.0, 40.0);
+        assert!(verdict(&probe(20.0, 19.9, 9.0, 60.0), &reference).0);
+        assert!(!verdict(&probe(40.0, 39.0, 400.0, 900.0), &reference).0);
+        assert!(!verdict(&probe(40.0, 30.0, 9.0, 60.0), &reference).0);
+        // A GC pause lifts the tail, not the median: still sustained within bounds.
+        assert!(verdict(&probe(40.0, 40.0, 9.0, 130.0), &reference).0);
+        assert!(!verdict(&probe(40.0, 40.0, 9.0, 200.0), &reference).0);
+    }
+
+    #[test]
+    fn rates_round_to_two_digits() {
+        assert_eq!(round_rate(37.3), 37.0);
+        assert_eq!(round_rate(1234.0), 1200.0);
+        assert!((round_rate(0.456) - 0.46).abs() < 1e-9);
+    }
+}
