@@ -493,6 +493,15 @@ impl Session {
             eprintln!("neurogc: {e:#}");
         }
         let _ = std::fs::remove_dir_all(&hdr_dir);
+        // The load generator's logs only matter when it had something to say.
+        for r in running.iter() {
+            for log in ["load.log", "warmup.log"] {
+                let path = r.trial.dir.join(log);
+                if std::fs::metadata(&path).is_ok_and(|m| m.len() == 0) {
+                    let _ = std::fs::remove_file(path);
+                }
+            }
+        }
         for r in running.iter_mut() {
             if let Ok(out) = loader::read_output(&r.trial.load_jsonl()) {
                 r.info.load_summary = out.summary;

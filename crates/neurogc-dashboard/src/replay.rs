@@ -1,6 +1,7 @@
 //! `--replay`: a recorded run played back into the store at its own pace (or `--speed` times it).
 //!
-//! Inputs: a run directory (every sample CSV under it; the server is the file's path without
+//! Inputs: a run directory of `neurogc collect`/`bench` (its trials' samples, one server per
+//! policy label), any other directory (every sample CSV under it; the server is the file's path without
 //! `.csv`, e.g. `default`, `with_gc/samples`, unless the file has a `server` column), or one CSV
 //! (the server is its stem unless it has a `server` column, as the seed's benchmark CSVs do).
 //! A sample CSV has a header with `time` (ours) or `timestamp` (the seed's); other CSVs in a run
@@ -51,7 +52,9 @@ pub fn load(path: &Path) -> anyhow::Result<Recording> {
     let meta =
         std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut rec = Recording::default();
-    if meta.is_dir() {
+    if meta.is_dir() && path.join("run.json").is_file() {
+        load_run(path, &mut rec)?;
+    } else if meta.is_dir() {
         let mut files = Vec::new();
         find_csvs(path, &mut files)?;
         files.sort();
@@ -83,6 +86,41 @@ pub fn load(path: &Path) -> anyhow::Result<Recording> {
     // Stable: rows with equal times keep file order.
     rec.samples.sort_by(|a, b| a.time.total_cmp(&b.time));
     Ok(rec)
+}
+
+/// A run directory of `neurogc collect`/`bench` (docs/runs.md): each trial's `samples.csv`, as
+/// the server named by its policy label, so repetitions of a policy continue one series.
+fn load_run(dir: &Path, rec: &mut Recording) -> anyhow::Result<()> {
+    let run_json = dir.join("run.json");
+    let run: Value = serde_json::from_str(
+        &std::fs::read_to_string(&run_json)
+            .with_context(|| format!("cannot read {}", run_json.display()))?,
+    )
+    .with_context(|| format!("{} is not JSON", run_json.display()))?;
+    let trials = run
+        .get("trials")
+        .and_then(Value::as_array)
+        .with_context(|| format!("{}: no `trials` list", run_json.display()))?;
+    for trial in trials {
+        let (Some(rel), Some(label)) = (
+            trial.get("dir").and_then(Value::as_str),
+            trial.get("label").and_then(Value::as_str),
+        ) else {
+            rec.warnings.push(format!(
+                "{}: a trial without dir or label, skipped",
+                run_json.display()
+            ));
+            continue;
+        };
+        let samples = dir.join(rel).join("samples.csv");
+        if samples.is_file() {
+            load_csv(&samples, label, rec)?;
+        } else {
+            rec.warnings
+                .push(format!("{}: missing, trial skipped", samples.display()));
+        }
+    }
+    Ok(())
 }
 
 fn find_csvs(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
@@ -224,5 +262,38 @@ mod tests {
         assert_eq!(cell_value("gc_triggered", "True"), json!("True"));
         assert_eq!(cell_value("policy", "0"), json!("0"));
         assert_eq!(cell_value("server", "with_gc"), json!("with_gc"));
+    }
+
+    #[test]
+    fn run_directories_replay_their_trials_by_label() {
+        let dir = std::env::temp_dir().join(format!("neurogc-replay-run-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for (trial, t0) in [
+            ("trials/01-default-r1", 10.0),
+            ("trials/02-default-r2", 20.0),
+        ] {
+            std::fs::create_dir_all(dir.join(trial)).unwrap();
+            std::fs::write(
+                dir.join(trial).join("samples.csv"),
+                format!("time,cpu\n{t0},1\n{},2\n", t0 + 1.0),
+            )
+            .unwrap();
+            std::fs::write(
+                dir.join(trial).join("gc-events.csv"),
+                format!("time,generation,pause_ms\n{t0},0,0.1\n"),
+            )
+            .unwrap();
+        }
+        std::fs::write(
+            dir.join("run.json"),
+            r#"{"trials": [{"dir": "trials/01-default-r1", "label": "default", "repetition": 1},
+                           {"dir": "trials/02-default-r2", "label": "default", "repetition": 2}]}"#,
+        )
+        .unwrap();
+        let rec = load(&dir).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(rec.servers(), vec!["default"]);
+        let times: Vec<f64> = rec.samples.iter().map(|s| s.time).collect();
+        assert_eq!(times, vec![10.0, 11.0, 20.0, 21.0]);
     }
 }
