@@ -1,0 +1,277 @@
+//! From per-trial values to per-policy medians, comparisons with the baseline, marks, and the
+//! A/A check. All statistics come from `neurogc-stats`.
+
+use std::collections::BTreeMap;
+
+use neurogc_stats::{
+    median_ci, BootstrapConfig, Comparison, ConfidenceInterval, Direction, NoiseFloor,
+};
+
+use crate::metric::{Better, Metric};
+use crate::noise::{AaSummary, Floors};
+use crate::rundir::RunData;
+use crate::trial::{self, TrialMetrics, Usable};
+
+/// The A/A acceptance bound on |Δ p99|.
+pub const AA_P99_BOUND: f64 = 0.05;
+
+/// One policy's trials and medians.
+#[derive(Debug, Clone)]
+pub struct PolicyStats {
+    pub label: String,
+    pub spec: String,
+    /// Indices into [`Analysis::trials`], all of this policy's trials.
+    pub trials: Vec<usize>,
+    /// The trials the medians are taken over: the complete ones, or the partial ones when
+    /// none is complete.
+    pub used: Vec<usize>,
+    /// No complete trial: the medians come from partial trials.
+    pub partial_only: bool,
+    /// Per metric, the used trials' values (trials without the value are left out).
+    pub values: BTreeMap<Metric, Vec<f64>>,
+    /// Median with its bootstrap interval.
+    pub medians: BTreeMap<Metric, ConfidenceInterval>,
+}
+
+impl PolicyStats {
+    pub fn median(&self, m: Metric) -> Option<f64> {
+        self.medians.get(&m).map(|c| c.estimate)
+    }
+}
+
+/// How a difference is marked in the tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mark {
+    /// Significant, beyond the noise floor, in the good direction.
+    Better,
+    /// Significant, beyond the noise floor, in the bad direction.
+    Worse,
+    /// Significant and beyond the floor, for a metric with no good direction.
+    Changed,
+    /// Smaller than the noise floor.
+    WithinNoise,
+    /// Not significant (Welch p ≥ 0.05 or the interval includes no change, or < 2 trials).
+    NotSignificant,
+}
+
+impl Mark {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Mark::Better => "🟢",
+            Mark::Worse => "🔴",
+            Mark::Changed => "🔵",
+            Mark::WithinNoise | Mark::NotSignificant => "⚪",
+        }
+    }
+}
+
+/// The mark of a comparison: within the floor first, then significance, then direction.
+pub fn mark(c: &Comparison, better: Better, floor: Option<NoiseFloor>) -> Mark {
+    if floor.is_some_and(|f| c.within_noise(f)) {
+        return Mark::WithinNoise;
+    }
+    if !c.is_significant() {
+        return Mark::NotSignificant;
+    }
+    match (better, c.direction()) {
+        (_, Direction::Same) => Mark::NotSignificant,
+        (Better::Neither, _) => Mark::Changed,
+        (Better::Lower, Direction::Lower) | (Better::Higher, Direction::Higher) => Mark::Better,
+        _ => Mark::Worse,
+    }
+}
+
+/// A candidate's metric against the baseline's.
+#[derive(Debug, Clone)]
+pub struct Cell {
+    pub comparison: Comparison,
+    pub floor: Option<NoiseFloor>,
+    pub mark: Mark,
+}
+
+/// The A/A check of a run whose policies all have the same spec.
+#[derive(Debug, Clone)]
+pub struct AaCheck {
+    /// Per metric, the floor measured by this run (largest over its candidates).
+    pub floors: BTreeMap<Metric, f64>,
+    /// Largest |Δ median p99| / baseline over the candidates.
+    pub p99_change: Option<f64>,
+    pub p99_significant: bool,
+    /// Other metrics with a significant difference (expected about 1 in 20 by chance).
+    pub significant: Vec<Metric>,
+}
+
+impl AaCheck {
+    pub fn pass(&self) -> bool {
+        self.p99_change.is_some_and(|c| c < AA_P99_BOUND) && !self.p99_significant
+    }
+
+    pub fn summary(&self) -> AaSummary {
+        AaSummary {
+            p99_change: self.p99_change,
+            p99_significant: self.p99_significant,
+            pass: self.pass(),
+        }
+    }
+}
+
+/// A run, analysed.
+#[derive(Debug, Clone)]
+pub struct Analysis {
+    pub trials: Vec<TrialMetrics>,
+    /// In `run.json` order; the first is the baseline.
+    pub policies: Vec<PolicyStats>,
+    /// `cells[i]` compares `policies[i + 1]` with the baseline.
+    pub cells: Vec<BTreeMap<Metric, Cell>>,
+    pub floors: Option<Floors>,
+    pub aa: Option<AaCheck>,
+}
+
+impl Analysis {
+    pub fn baseline(&self) -> &PolicyStats {
+        &self.policies[0]
+    }
+
+    pub fn cell(&self, candidate: usize, m: Metric) -> Option<&Cell> {
+        candidate
+            .checked_sub(1)
+            .and_then(|i| self.cells.get(i))
+            .and_then(|c| c.get(&m))
+    }
+}
+
+/// The bootstrap settings of every interval in a report (seeded: reports are reproducible).
+pub fn bootstrap() -> BootstrapConfig {
+    BootstrapConfig::default()
+}
+
+/// Analyses a run with the given floors (none: "not measured").
+pub fn analyse(run: &RunData, floors: Option<Floors>) -> Analysis {
+    let cfg = bootstrap();
+    let trials: Vec<TrialMetrics> = run
+        .trials
+        .iter()
+        .map(|t| trial::compute(t, run.info.interval_s))
+        .collect();
+    let policies: Vec<PolicyStats> = run
+        .info
+        .policies
+        .iter()
+        .map(|p| {
+            let mine: Vec<usize> = (0..trials.len())
+                .filter(|&i| trials[i].label == p.label)
+                .collect();
+            let complete: Vec<usize> = mine
+                .iter()
+                .copied()
+                .filter(|&i| trials[i].usable == Usable::Complete)
+                .collect();
+            let (used, partial_only) = if complete.is_empty() {
+                let partial: Vec<usize> = mine
+                    .iter()
+                    .copied()
+                    .filter(|&i| trials[i].usable == Usable::Partial)
+                    .collect();
+                let any = !partial.is_empty();
+                (partial, any)
+            } else {
+                (complete, false)
+            };
+            let mut values = BTreeMap::new();
+            let mut medians = BTreeMap::new();
+            for &m in Metric::ALL {
+                let v: Vec<f64> = used
+                    .iter()
+                    .filter_map(|&i| trials[i].get(m))
+                    .filter(|x| x.is_finite())
+                    .collect();
+                if v.is_empty() {
+                    continue;
+                }
+                if let Ok(ci) = median_ci(&v, &cfg) {
+                    medians.insert(m, ci);
+                }
+                values.insert(m, v);
+            }
+            PolicyStats {
+                label: p.label.clone(),
+                spec: p.spec.clone(),
+                trials: mine,
+                used,
+                partial_only,
+                values,
+                medians,
+            }
+        })
+        .collect();
+
+    let compare = |floors: Option<&Floors>| -> Vec<BTreeMap<Metric, Cell>> {
+        let base = &policies[0];
+        policies[1..]
+            .iter()
+            .map(|cand| {
+                let mut cells = BTreeMap::new();
+                for &m in Metric::ALL {
+                    let (Some(b), Some(c)) = (base.values.get(&m), cand.values.get(&m)) else {
+                        continue;
+                    };
+                    let Ok(comparison) =
+                        Comparison::new(m.short(), &base.label, b, &cand.label, c, &cfg)
+                    else {
+                        continue;
+                    };
+                    let floor = floors.and_then(|f| f.get(m));
+                    let mark = mark(&comparison, m.better(), floor);
+                    cells.insert(
+                        m,
+                        Cell {
+                            comparison,
+                            floor,
+                            mark,
+                        },
+                    );
+                }
+                cells
+            })
+            .collect()
+    };
+    let cells = compare(floors.as_ref());
+    let aa = run.is_aa().then(|| aa_check(&cells));
+    Analysis {
+        trials,
+        policies,
+        cells,
+        floors,
+        aa,
+    }
+}
+
+fn aa_check(cells: &[BTreeMap<Metric, Cell>]) -> AaCheck {
+    let mut floors: BTreeMap<Metric, f64> = BTreeMap::new();
+    let mut p99_change: Option<f64> = None;
+    let mut p99_significant = false;
+    let mut significant = Vec::new();
+    for cand in cells {
+        for (&m, cell) in cand {
+            if let Some(f) = NoiseFloor::from_aa(&cell.comparison) {
+                let e = floors.entry(m).or_insert(0.0);
+                *e = e.max(f.relative());
+            }
+            let sig = cell.comparison.is_significant();
+            if m == Metric::P99 {
+                p99_significant |= sig;
+                if let Some(c) = cell.comparison.relative_change() {
+                    p99_change = Some(p99_change.map_or(c.abs(), |p: f64| p.max(c.abs())));
+                }
+            } else if sig && !significant.contains(&m) {
+                significant.push(m);
+            }
+        }
+    }
+    AaCheck {
+        floors,
+        p99_change,
+        p99_significant,
+        significant,
+    }
+}

@@ -1,0 +1,767 @@
+//! The run's README.md.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use crate::aggregate::{Analysis, Mark, PolicyStats, AA_P99_BOUND};
+use crate::charts::Charts;
+use crate::format::{self, cell_text, ci, delta, num, pct, pct_abs, seconds, utc, value};
+use crate::metric::{Metric, Section, SUMMARY_METRICS};
+use crate::rundir::RunData;
+use crate::trial::Usable;
+
+/// Renders the report. `warnings` are the run's and the report's own (charts, floors).
+pub fn render(run: &RunData, a: &Analysis, charts: &Charts, warnings: &[String]) -> String {
+    let mut md = String::new();
+    let info = &run.info;
+    let collect = info.kind == "collect" || a.policies.len() == 1;
+    let _ = writeln!(md, "# NeuroGC {}: {}\n", info.kind, cell_text(&info.name));
+    let mut line = vec![format!("status **{}**", info.status)];
+    if let Some(c) = info.created {
+        line.push(format!("started {}", utc(c)));
+    }
+    if let (Some(c), Some(f)) = (info.created, info.finished) {
+        line.push(format!("took {}", seconds((f - c).round())));
+    }
+    line.push(format!("{} trials", a.trials.len()));
+    if !collect {
+        line.push(format!("baseline **{}**", cell_text(&a.baseline().label)));
+    }
+    let _ = writeln!(md, "{}\n", line.join(" · "));
+    flags(&mut md, run, a);
+
+    if !collect {
+        summary(&mut md, a);
+    }
+    results(&mut md, a, collect);
+    if !collect {
+        noise_section(&mut md, run, a);
+    }
+    trials(&mut md, a);
+    charts_section(&mut md, charts);
+    configuration(&mut md, run);
+    policies(&mut md, run);
+    system(&mut md, run);
+    if !warnings.is_empty() {
+        let _ = writeln!(md, "## Warnings\n");
+        for w in warnings {
+            let _ = writeln!(md, "- {}", w);
+        }
+        md.push('\n');
+    }
+    method(&mut md, collect);
+    md
+}
+
+/// Loud notes at the top: the run or trials did not finish, a policy has no complete trial.
+fn flags(md: &mut String, run: &RunData, a: &Analysis) {
+    let mut out = Vec::new();
+    match run.info.status.as_str() {
+        "complete" => {}
+        "running" => out.push(
+            "the run is **still running** (or died without recording its end): this report shows what was measured so far".to_string(),
+        ),
+        "interrupted" => out.push(
+            "the run was **interrupted**: this report shows what was measured before".to_string(),
+        ),
+        other => out.push(format!(
+            "the run ended with status **{other}**{}: this report shows what was measured",
+            run.info
+                .error
+                .as_deref()
+                .map(|e| format!(" ({})", cell_text(e)))
+                .unwrap_or_default()
+        )),
+    }
+    let expected = run
+        .info
+        .repeat
+        .map(|r| r as usize * run.info.policies.len());
+    if let Some(n) = expected {
+        if run.info.kind == "bench" && a.trials.len() < n {
+            out.push(format!("{} of the {n} planned trials ran", a.trials.len()));
+        }
+    }
+    for t in &a.trials {
+        if t.usable != Usable::Complete {
+            out.push(format!(
+                "trial `{}` is {} ({}){}",
+                t.name,
+                t.status,
+                match t.usable {
+                    Usable::Partial => "measured in part",
+                    _ => "nothing measured",
+                },
+                if t.notes.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", cell_text(&t.notes.join("; ")))
+                }
+            ));
+        } else if t.requests == Some(0) {
+            out.push(format!("trial `{}` completed no request", t.name));
+        }
+    }
+    for p in &a.policies {
+        if p.used.is_empty() {
+            out.push(format!(
+                "policy **{}** has no measured trial: its column is empty",
+                cell_text(&p.label)
+            ));
+        } else if p.partial_only {
+            out.push(format!(
+                "policy **{}** has no complete trial: its values come from {} partial trial(s)",
+                cell_text(&p.label),
+                p.used.len()
+            ));
+        }
+    }
+    if !out.is_empty() {
+        for o in out {
+            let _ = writeln!(md, "> ⚠️ {o}  ");
+        }
+        md.push('\n');
+    }
+}
+
+fn summary(md: &mut String, a: &Analysis) {
+    let _ = writeln!(md, "## Summary\n");
+    let _ = writeln!(
+        md,
+        "Each candidate against the baseline, hyperfine style: the ratio of medians over trials \
+         ± half its 95 % bootstrap interval.\n"
+    );
+    md.push_str("```\n");
+    for (i, p) in a.policies.iter().enumerate().skip(1) {
+        let mut any = false;
+        for &m in SUMMARY_METRICS {
+            let Some(cell) = a.cell(i, m) else {
+                continue;
+            };
+            any = true;
+            let mut s = match cell.floor {
+                Some(f) => cell.comparison.summary_with_noise(f),
+                None => cell.comparison.summary(),
+            };
+            if let Some(f) = cell.floor {
+                let _ = write!(s, " [noise floor ±{}]", pct_abs(f.relative()));
+            }
+            let _ = writeln!(md, "{s}");
+        }
+        if !any {
+            let _ = writeln!(md, "{}: nothing to compare (no measured trial)", p.label);
+        }
+    }
+    md.push_str("```\n\n");
+}
+
+fn header(md: &mut String, a: &Analysis, collect: bool) {
+    let mut cols = vec!["Metric".to_string()];
+    let mut align = vec!["---".to_string()];
+    for (i, p) in a.policies.iter().enumerate() {
+        let n = p.used.len();
+        let role = if collect {
+            String::new()
+        } else if i == 0 {
+            "baseline, without · ".to_string()
+        } else {
+            "with · ".to_string()
+        };
+        let warn = if p.partial_only {
+            " ⚠️ partial"
+        } else {
+            ""
+        };
+        cols.push(format!("{}<br>({role}n={n}{warn})", cell_text(&p.label)));
+        align.push("---:".into());
+        if i > 0 {
+            cols.push(format!(
+                "Δ {} vs {}",
+                cell_text(&p.label),
+                cell_text(&a.baseline().label)
+            ));
+            align.push("---".into());
+        }
+    }
+    if !collect {
+        cols.push("noise floor".into());
+        align.push("---:".into());
+    }
+    let _ = writeln!(md, "| {} |", cols.join(" | "));
+    let _ = writeln!(md, "|{}|", align.join("|"));
+}
+
+fn value_cell(p: &PolicyStats, m: Metric) -> String {
+    p.medians.get(&m).map_or_else(|| "n/a".into(), |c| ci(m, c))
+}
+
+fn table(md: &mut String, a: &Analysis, collect: bool, metrics: &[Metric]) {
+    header(md, a, collect);
+    for &m in metrics {
+        let mut cells = vec![m.label().to_string()];
+        let mut floor = None;
+        for (i, p) in a.policies.iter().enumerate() {
+            cells.push(value_cell(p, m));
+            if i > 0 {
+                match a.cell(i, m) {
+                    Some(c) => {
+                        floor = floor.or(c.floor);
+                        cells.push(delta(m, c));
+                    }
+                    None => cells.push("n/a".into()),
+                }
+            }
+        }
+        if !collect {
+            let floor = floor.or_else(|| a.floors.as_ref().and_then(|f| f.get(m)));
+            cells.push(format::floor(floor));
+        }
+        let _ = writeln!(md, "| {} |", cells.join(" | "));
+    }
+    md.push('\n');
+}
+
+fn results(md: &mut String, a: &Analysis, collect: bool) {
+    let _ = writeln!(md, "## Results\n");
+    let _ = writeln!(
+        md,
+        "Every value is the **median over the policy's trials** (one value per trial, from its \
+         measured window) with its 95 % bootstrap interval in brackets; n = trials used.{}\n",
+        if collect {
+            ""
+        } else {
+            " Δ is the change of the median against the baseline, with Welch's t-test p-value on \
+             the per-trial values."
+        }
+    );
+    let by = |s: Section| -> Vec<Metric> {
+        Metric::ALL
+            .iter()
+            .copied()
+            .filter(|m| m.section() == s)
+            .collect()
+    };
+    let _ = writeln!(md, "### The seed's table\n");
+    table(md, a, collect, &by(Section::Seed));
+    let _ = writeln!(md, "### Latency, beyond the seed's\n");
+    table(md, a, collect, &by(Section::Latency));
+    let _ = writeln!(md, "### Garbage collection\n");
+    table(md, a, collect, &by(Section::Gc));
+    let _ = writeln!(md, "### Memory\n");
+    table(md, a, collect, &by(Section::Memory));
+    legend(md, a, collect);
+}
+
+fn legend(md: &mut String, a: &Analysis, collect: bool) {
+    let _ = writeln!(md, "**How to read these tables**\n");
+    if !collect {
+        let floor_note = if a.floors.is_some() {
+            "and the change of the median is larger than the metric's noise floor (last column)"
+        } else {
+            "(no noise floor is known for this machine, so significance alone decides)"
+        };
+        let _ = writeln!(
+            md,
+            "- 🟢 better / 🔴 worse: the difference is significant (Welch's p < 0.05 **and** the \
+             95 % bootstrap interval of the ratio of medians excludes 1) {floor_note}. Lower is \
+             better for latency, CPU, memory, disk, failures and everything GC; higher is better \
+             for RPS."
+        );
+        let _ = writeln!(
+            md,
+            "- 🔵 changed: significant, for a metric with no better direction (network bytes follow \
+             the load, not the policy)."
+        );
+        let _ = writeln!(
+            md,
+            "- ⚪ within noise: smaller than the noise floor; ⚪ n.s.: not significant; ⚪ no test: \
+             fewer than two trials on a side."
+        );
+    }
+    let _ = writeln!(
+        md,
+        "- n/a: not recorded in this run (e.g. `requests_gc_overlap` is missing from samples of \
+         older agents, or a trial measured nothing)."
+    );
+    let _ = writeln!(
+        md,
+        "- Latency percentiles come from the load generator's HDR histograms merged over the \
+         measured window (µs, shown in ms); Avg RPS = requests / measured seconds (load.jsonl); \
+         resource averages from the agent's samples in the window; GC counts and pauses from \
+         gc-events.csv; GC share of CPU = total pause / process CPU time (Σ cpu% × interval).\n"
+    );
+}
+
+fn noise_section(md: &mut String, run: &RunData, a: &Analysis) {
+    let _ = writeln!(md, "## Noise floor\n");
+    match &a.floors {
+        None => {
+            let _ = writeln!(
+                md,
+                "Noise floor: **not measured for this machine**. Differences are judged by \
+                 significance alone. Measure one with an A/A bench (the same policy twice, same \
+                 protocol) and save it: `neurogc report A_A_RUN --write-noise-floor \
+                 bench/aa/noise-floor.json`.\n"
+            );
+        }
+        Some(f) => {
+            let file = &f.file;
+            let mut parts = vec![format!("from {}", f.origin)];
+            if let Some(m) = &file.measured {
+                parts.push(format!("measured {m}"));
+            }
+            if let Some(r) = &file.run {
+                parts.push(format!("run `{}`", cell_text(r)));
+            }
+            let _ = writeln!(md, "Noise floor {}.  ", parts.join(", "));
+            if let Some(p) = &file.protocol {
+                let _ = writeln!(md, "Protocol: {}.  ", cell_text(p));
+            }
+            if let Some(c) = &file.command {
+                let _ = writeln!(md, "Command: `{}`  ", c.replace('`', "'"));
+            }
+            if let Some(sys) = &file.system {
+                let here = &run.info.system;
+                if sys.cpu_model != here.cpu_model || sys.cores != here.cores {
+                    let _ = writeln!(
+                        md,
+                        "⚠️ measured on another machine ({} × {}): it may not hold here.  ",
+                        sys.cores.map_or("?".into(), |c| c.to_string()),
+                        sys.cpu_model.as_deref().unwrap_or("?")
+                    );
+                }
+            }
+            md.push('\n');
+            let _ = writeln!(
+                md,
+                "A relative difference smaller than the floor is not a result (⚪ within noise). \
+                 Per metric: {}.\n",
+                f.per_metric
+                    .iter()
+                    .map(|(m, v)| format!("{} ±{}", m.key(), pct_abs(v.relative())))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
+    if let Some(aa) = &a.aa {
+        let _ = writeln!(md, "### A/A check\n");
+        let _ = writeln!(
+            md,
+            "Every policy of this run has the spec `{}`: it is an **A/A run**, and measures the \
+             noise floor of its protocol on this machine (per metric, the largest deviation from \
+             1 of the 95 % bootstrap interval of the ratio of medians, over the candidates):\n",
+            run.info.policies[0].spec.replace('`', "'")
+        );
+        let _ = writeln!(md, "| metric | floor |\n|---|---:|");
+        for (m, f) in &aa.floors {
+            let _ = writeln!(md, "| {} (`{}`) | ±{} |", m.label(), m.key(), pct_abs(*f));
+        }
+        md.push('\n');
+        let change = aa.p99_change.map_or_else(|| "n/a".to_string(), pct_abs);
+        let verdict = if aa.pass() {
+            "✅ **PASS**"
+        } else {
+            "❌ **FAIL**"
+        };
+        let _ = writeln!(
+            md,
+            "{verdict}: |Δ p99| = {change} (bound {}), {}.  ",
+            pct_abs(AA_P99_BOUND),
+            if aa.p99_significant {
+                "**significant** (p < 0.05 and the interval excludes 1)"
+            } else {
+                "not significant"
+            }
+        );
+        if aa.significant.is_empty() {
+            let _ = writeln!(md, "No other metric differs significantly.\n");
+        } else {
+            let _ = writeln!(
+                md,
+                "Other metrics with a significant difference (about 1 in 20 is expected by chance): {}.\n",
+                aa.significant
+                    .iter()
+                    .map(|m| m.key())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        let _ = writeln!(
+            md,
+            "Save it as the floor for later reports: `neurogc report {} --write-noise-floor \
+             bench/aa/noise-floor.json`.\n",
+            run.dir.display()
+        );
+    }
+}
+
+fn trials(md: &mut String, a: &Analysis) {
+    let _ = writeln!(md, "## Trials\n");
+    let _ = writeln!(
+        md,
+        "In the order they ran. Values of each trial's measured window; ✔ = used for the medians.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| trial | policy | rep | status | used | window | requests | p50 ms | p99 ms | RPS | GC events (gen 2) | peak RSS MiB | notes |"
+    );
+    let _ = writeln!(
+        md,
+        "|---|---|---:|---|:-:|---:|---:|---:|---:|---:|---:|---:|---|"
+    );
+    for (i, t) in a.trials.iter().enumerate() {
+        let used = a.policies.iter().any(|p| p.used.contains(&i));
+        let v = |m: Metric| t.get(m).map_or_else(|| "n/a".into(), |x| value(m, x));
+        let gc = match (t.get(Metric::GcEvents), t.get(Metric::Gen2Count)) {
+            (Some(all), Some(g2)) => format!("{all:.0} ({g2:.0})"),
+            _ => "n/a".into(),
+        };
+        let _ = writeln!(
+            md,
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            t.name,
+            cell_text(&t.label),
+            t.repetition,
+            t.status,
+            if used { "✔" } else { "" },
+            t.window_s()
+                .map_or_else(|| "—".into(), |s| format!("{s:.1} s")),
+            t.requests.map_or_else(|| "n/a".into(), |r| r.to_string()),
+            v(Metric::P50),
+            v(Metric::P99),
+            v(Metric::Rps),
+            gc,
+            v(Metric::RssPeak),
+            cell_text(&t.notes.join("; "))
+        );
+    }
+    md.push('\n');
+}
+
+fn charts_section(md: &mut String, charts: &Charts) {
+    let _ = writeln!(md, "## Charts\n");
+    if charts.files.is_empty() && charts.skipped.is_empty() {
+        let _ = writeln!(md, "No charts.\n");
+    }
+    for (title, rel) in &charts.files {
+        let _ = writeln!(md, "### {title}\n\n![{title}]({rel})\n");
+    }
+    for s in &charts.skipped {
+        let _ = writeln!(md, "> ⚠️ {s}\n");
+    }
+}
+
+fn get_str<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+fn get_f64(v: &Value, key: &str) -> Option<f64> {
+    v.get(key).and_then(Value::as_f64)
+}
+
+/// The load as a sentence, from `run.json`'s `load`.
+pub fn load_text(load: &Value) -> String {
+    match get_str(load, "mode") {
+        Some("closed") => {
+            let mut s = format!(
+                "closed loop (Locust style): {} users",
+                get_f64(load, "users").map_or("?".into(), num)
+            );
+            if let Some(r) = get_f64(load, "spawn_rate") {
+                let _ = write!(s, ", spawn {}/s", num(r));
+            }
+            if let (Some(a), Some(b)) = (get_f64(load, "wait_min_s"), get_f64(load, "wait_max_s")) {
+                let _ = write!(s, ", wait {}–{} s", num(a), num(b));
+            }
+            s
+        }
+        Some("open") => {
+            let rate = get_f64(load, "rate").map_or("?".into(), num);
+            let mut s = format!("open loop (wrk2 style): {rate} req/s");
+            if get_str(load, "rate_source") == Some("auto") {
+                if let Some(auto) = load.get("auto") {
+                    let _ = write!(
+                        s,
+                        "; rate auto: sustainable {} req/s found for {}, run at {}",
+                        get_f64(auto, "sustainable_rps").map_or("?".into(), num),
+                        get_str(auto, "limited_by").unwrap_or("?"),
+                        get_f64(auto, "fraction").map_or("?".into(), pct_abs)
+                    );
+                } else {
+                    s.push_str(" (rate auto)");
+                }
+            }
+            s
+        }
+        _ if load.is_null() => "not recorded".into(),
+        _ => format!("`{load}`"),
+    }
+}
+
+fn configuration(md: &mut String, run: &RunData) {
+    let info = &run.info;
+    let _ = writeln!(md, "## Configuration\n\n| | |\n|---|---|");
+    let row = |md: &mut String, k: &str, v: String| {
+        let _ = writeln!(md, "| {k} | {} |", cell_text(&v));
+    };
+    row(md, "kind", info.kind.clone());
+    if let Some(m) = &info.mode {
+        row(md, "mode", m.clone());
+    }
+    if let Some(r) = info.repeat {
+        row(md, "repetitions per policy", r.to_string());
+    }
+    if let Some(w) = info.warmup_s {
+        row(md, "warm-up per trial (not measured)", seconds(w));
+    }
+    if let Some(d) = info.duration_s {
+        row(md, "measured per trial", seconds(d));
+    }
+    if let Some(i) = info.interval_s {
+        row(md, "sample interval", seconds(i));
+    }
+    row(md, "load", load_text(&info.load));
+    row(
+        md,
+        "pinning",
+        match &info.pinning {
+            Some(p) => format!(
+                "server on CPU {:?}, load generator on CPU {:?}",
+                p.server_cpus, p.load_cpus
+            ),
+            None => "none".into(),
+        },
+    );
+    if !info.app.is_null() {
+        let app = match (get_str(&info.app, "kind"), get_str(&info.app, "command")) {
+            (Some(k), Some(c)) => {
+                let scenario = get_str(&info.app, "scenario")
+                    .map(|s| format!(", scenario {s}"))
+                    .unwrap_or_default();
+                format!("{k}{scenario}: `{c}`")
+            }
+            _ => format!("`{}`", info.app),
+        };
+        row(md, "app", app);
+    }
+    if !info.command.is_empty() {
+        row(md, "command", format!("`{}`", info.command.join(" ")));
+    }
+    md.push('\n');
+    if let Some(rs) = &run.rate_search {
+        let _ = writeln!(md, "### Rate search (`--rate auto`)\n");
+        let _ = writeln!(
+            md,
+            "Rate auto: sustainable {} req/s found for **{}**, run at {} = {} req/s. Probes of {} \
+             each, from {} req/s, doubling, then bisecting.\n",
+            rs.sustainable_rps.map_or("?".into(), num),
+            cell_text(rs.limited_by.as_deref().unwrap_or("?")),
+            rs.fraction.map_or("?".into(), pct_abs),
+            rs.rate.map_or("?".into(), num),
+            rs.probe_s.map_or("?".into(), seconds),
+            rs.start_rps.map_or("?".into(), num),
+        );
+        let _ = writeln!(
+            md,
+            "| policy | target req/s | achieved | p50 ms | p99 ms | failures | dropped | sustained | verdict |\n|---|---:|---:|---:|---:|---:|---:|:-:|---|"
+        );
+        for p in &rs.policies {
+            for pr in &p.probes {
+                let o = |x: Option<f64>| x.map_or("n/a".into(), num);
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    cell_text(&p.label),
+                    num(pr.rate),
+                    o(pr.achieved),
+                    o(pr.p50_ms),
+                    o(pr.p99_ms),
+                    pr.failures.map_or("n/a".into(), |x| x.to_string()),
+                    pr.dropped.map_or("n/a".into(), |x| x.to_string()),
+                    match pr.sustained {
+                        Some(true) => "yes",
+                        Some(false) => "no",
+                        None => "?",
+                    },
+                    cell_text(pr.verdict.as_deref().unwrap_or(""))
+                );
+            }
+        }
+        md.push('\n');
+    }
+}
+
+/// Key fields of a `model.json`, in one line.
+pub fn model_text(model: &Value) -> String {
+    let mut parts = Vec::new();
+    if let Some(arch) = model.get("architecture") {
+        let kind = get_str(arch, "kind").unwrap_or("?");
+        let params: Vec<String> = arch
+            .as_object()
+            .map(|o| {
+                o.iter()
+                    .filter(|(k, _)| k.as_str() != "kind")
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        parts.push(if params.is_empty() {
+            format!("**{kind}**")
+        } else {
+            format!("**{kind}** ({})", params.join(", "))
+        });
+    } else if let Some(kind) = get_str(model, "kind") {
+        parts.push(format!("**{kind}**"));
+    }
+    if let Some(f) = model.get("features").and_then(Value::as_array) {
+        let names: Vec<&str> = f.iter().filter_map(Value::as_str).collect();
+        parts.push(format!("{} features ({})", names.len(), names.join(", ")));
+    }
+    if let Some(w) = model.get("window").and_then(Value::as_u64) {
+        parts.push(format!("window {w}"));
+    }
+    if let Some(t) = get_f64(model, "threshold") {
+        parts.push(format!("threshold {}", num(t)));
+    }
+    if let Some(t) = get_str(model, "target") {
+        parts.push(format!("target {t}"));
+    }
+    if let Some(data) = model.get("data").and_then(Value::as_array) {
+        let rows: u64 = data.iter().filter_map(|d| d.get("rows")?.as_u64()).sum();
+        let files: Vec<&str> = data
+            .iter()
+            .filter_map(|d| get_str(d, "path"))
+            .map(|p| p.rsplit('/').next().unwrap_or(p))
+            .collect();
+        parts.push(format!("trained on {rows} rows of {}", files.join(", ")));
+    }
+    if let Some(m) = model.get("metrics") {
+        let mut ms = Vec::new();
+        for k in ["epochs", "train_loss", "val_loss", "val_positive_rate"] {
+            if let Some(v) = get_f64(m, k) {
+                ms.push(format!("{k} {}", num(v)));
+            }
+        }
+        if !ms.is_empty() {
+            parts.push(ms.join(", "));
+        }
+    }
+    if let Some(t) = model.get("training").and_then(Value::as_object) {
+        let mut ts = Vec::new();
+        for k in ["optimizer", "lr", "batch", "seed"] {
+            if let Some(v) = t.get(k) {
+                ts.push(format!(
+                    "{k} {}",
+                    v.as_str().map_or_else(|| v.to_string(), str::to_string)
+                ));
+            }
+        }
+        if !ts.is_empty() {
+            parts.push(ts.join(", "));
+        }
+    }
+    parts.join("; ")
+}
+
+fn policies(md: &mut String, run: &RunData) {
+    let _ = writeln!(md, "## Policies\n\n| label | spec | model |\n|---|---|---|");
+    for (i, p) in run.info.policies.iter().enumerate() {
+        let role = if i == 0 && run.info.policies.len() > 1 {
+            " (baseline)"
+        } else {
+            ""
+        };
+        let model = p
+            .model
+            .as_ref()
+            .filter(|m| !m.is_null())
+            .map_or_else(|| "—".into(), model_text);
+        let _ = writeln!(
+            md,
+            "| {}{role} | `{}` | {} |",
+            cell_text(&p.label),
+            p.spec.replace('`', "'"),
+            cell_text(&model)
+        );
+    }
+    md.push('\n');
+}
+
+fn system(md: &mut String, run: &RunData) {
+    let s = &run.info.system;
+    let _ = writeln!(md, "## System\n\n| Property | Value |\n|---|---|");
+    let o = |x: &Option<String>| x.as_deref().map_or("n/a".into(), cell_text);
+    let _ = writeln!(md, "| CPU | {} |", o(&s.cpu_model));
+    let _ = writeln!(
+        md,
+        "| Cores | {} |",
+        s.cores.map_or("n/a".into(), |c| c.to_string())
+    );
+    let _ = writeln!(
+        md,
+        "| Memory | {} |",
+        s.memory_bytes
+            .map_or("n/a".into(), |b| format::bytes(b as f64))
+    );
+    let _ = writeln!(md, "| Operating system | {} |", o(&s.os));
+    let _ = writeln!(md, "| Kernel | {} |", o(&s.kernel));
+    let _ = writeln!(md, "| Python | {} |", o(&s.python));
+    let _ = writeln!(md, "| NeuroGC | {} |", o(&s.neurogc_version));
+    md.push('\n');
+}
+
+fn method(md: &mut String, collect: bool) {
+    let _ = writeln!(md, "## Method\n");
+    let _ = writeln!(
+        md,
+        "Each trial is one server lifetime; only its measured window (after the warm-up) counts. \
+         Each metric is reduced to one value per trial, then to the median over the policy's \
+         complete trials (partial trials only when a policy has no complete one), with a 95 % \
+         percentile-bootstrap interval (10,000 seeded resamples).{}",
+        if collect {
+            ""
+        } else {
+            " Candidates are compared with the baseline (the first policy) by Welch's t-test on \
+             the per-trial values and a bootstrap interval of the ratio of medians; per-second \
+             values of one trial are never treated as independent samples."
+        }
+    );
+    let _ = writeln!(
+        md,
+        "\nGenerated by `neurogc report` {}.",
+        env!("CARGO_PKG_VERSION")
+    );
+}
+
+/// Whether any cell is marked (used by tests and the CLI's summary).
+pub fn marks(a: &Analysis) -> Vec<(String, Metric, Mark)> {
+    let mut out = Vec::new();
+    for (i, p) in a.policies.iter().enumerate().skip(1) {
+        for &m in Metric::ALL {
+            if let Some(c) = a.cell(i, m) {
+                out.push((p.label.clone(), m, c.mark));
+            }
+        }
+    }
+    out
+}
+
+/// One line per candidate for the terminal: its p99 sentence.
+pub fn terminal_summary(a: &Analysis) -> Vec<String> {
+    let mut out = Vec::new();
+    for i in 1..a.policies.len() {
+        if let Some(c) = a.cell(i, Metric::P99) {
+            let mut s = match c.floor {
+                Some(f) => c.comparison.summary_with_noise(f),
+                None => c.comparison.summary(),
+            };
+            if let Some(r) = c.comparison.relative_change() {
+                let _ = write!(s, " [{}]", pct(r));
+            }
+            out.push(s);
+        }
+    }
+    out
+}

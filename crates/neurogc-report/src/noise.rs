@@ -1,0 +1,209 @@
+//! The noise floor: how far apart two identical policies land with this method on this machine.
+//!
+//! A floor file (`--noise-floor FILE`, or the committed `bench/aa/noise-floor.json` compiled in)
+//! gives one relative fraction per metric key; differences smaller than that are "within noise".
+//! `neurogc report A_A_RUN --write-noise-floor FILE` writes one from an A/A run.
+//!
+//! ```json
+//! {
+//!   "schema": 1,
+//!   "measured": "2026-11-22T08:15:00Z",
+//!   "run": "aa",
+//!   "command": "neurogc bench --policy default --policy default --repeat 5 --rate auto",
+//!   "protocol": "sequential, 5 repetitions per policy, warm-up 10 s, 60 s per trial, open loop 24 req/s",
+//!   "system": {"cpu_model": "…", "cores": 2, …},
+//!   "metrics": {"p99": 0.034, "p95": 0.021, "rps": 0.004, …},
+//!   "aa": {"p99_change": 0.012, "p99_significant": false, "pass": true}
+//! }
+//! ```
+//!
+//! Only `metrics` is required. Its keys are the report's metric keys ([`Metric::key`]); values
+//! are fractions of the baseline (0.034 = 3.4 %).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{anyhow, bail, Context, Result};
+use neurogc_stats::NoiseFloor;
+use serde::{Deserialize, Serialize};
+
+use crate::metric::Metric;
+use crate::rundir::SystemInfo;
+
+/// The committed floor, if `bench/aa/noise-floor.json` existed at build time (else empty).
+const BUILT_IN: &str = include_str!(concat!(env!("OUT_DIR"), "/noise-floor.json"));
+
+/// Where the built-in floor comes from, for messages.
+pub const BUILT_IN_PATH: &str = "bench/aa/noise-floor.json";
+
+/// A noise-floor file.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FloorFile {
+    #[serde(default = "schema_one")]
+    pub schema: u32,
+    /// When the A/A run was made (ISO 8601, UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<String>,
+    /// The A/A run's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+    /// The command that made it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Mode, repetitions, warm-up, duration, load: what a comparison must match to use it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<SystemInfo>,
+    /// Metric key → relative floor (fraction of the baseline).
+    pub metrics: BTreeMap<String, f64>,
+    /// The A/A verdict of the run it came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aa: Option<AaSummary>,
+}
+
+fn schema_one() -> u32 {
+    1
+}
+
+/// The A/A check in a floor file.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AaSummary {
+    /// Largest |Δ median p99| / baseline over the run's candidates.
+    pub p99_change: Option<f64>,
+    pub p99_significant: bool,
+    /// |Δ p99| < 5 % and not significant.
+    pub pass: bool,
+}
+
+/// A floor ready to use: per metric, plus where it came from.
+#[derive(Debug, Clone)]
+pub struct Floors {
+    pub file: FloorFile,
+    /// "`--noise-floor x.json`", "bench/aa/noise-floor.json (built in)", "this A/A run".
+    pub origin: String,
+    pub per_metric: BTreeMap<Metric, NoiseFloor>,
+    /// Problems with the file that did not stop the report (unknown keys).
+    pub warnings: Vec<String>,
+}
+
+impl Floors {
+    pub fn get(&self, m: Metric) -> Option<NoiseFloor> {
+        self.per_metric.get(&m).copied()
+    }
+
+    /// Parses floor JSON; `shown` names it in errors.
+    pub fn parse(text: &str, shown: &str, origin: String) -> Result<Floors> {
+        let file: FloorFile =
+            serde_json::from_str(text).map_err(|e| anyhow!("{shown}: malformed: {e}"))?;
+        if file.schema != 1 {
+            bail!(
+                "{shown}: schema {} (this version reads schema 1)",
+                file.schema
+            );
+        }
+        let mut per_metric = BTreeMap::new();
+        let mut warnings = Vec::new();
+        for (key, &v) in &file.metrics {
+            let floor = NoiseFloor::new(v).map_err(|_| {
+                anyhow!("{shown}: metrics.{key} = {v}: a floor is a fraction ≥ 0 (0.05 = 5 %)")
+            })?;
+            match Metric::from_key(key) {
+                Some(m) => {
+                    per_metric.insert(m, floor);
+                }
+                None => warnings.push(format!("{shown}: unknown metric key {key:?} ignored")),
+            }
+        }
+        Ok(Floors {
+            file,
+            origin,
+            per_metric,
+            warnings,
+        })
+    }
+
+    /// Reads a floor file.
+    pub fn read(path: &Path) -> Result<Floors> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("--noise-floor {}: cannot read", path.display()))?;
+        Floors::parse(
+            &text,
+            &path.display().to_string(),
+            format!("`--noise-floor {}`", path.display()),
+        )
+    }
+
+    /// The floor compiled in from `bench/aa/noise-floor.json`: `Ok(None)` when there was none.
+    pub fn built_in() -> Result<Option<Floors>> {
+        if BUILT_IN.trim().is_empty() {
+            return Ok(None);
+        }
+        Floors::parse(
+            BUILT_IN,
+            BUILT_IN_PATH,
+            format!("{BUILT_IN_PATH} (built in)"),
+        )
+        .map(Some)
+    }
+
+    /// A floor computed in this process (an A/A run's own).
+    pub fn from_file(file: FloorFile, origin: &str) -> Floors {
+        let per_metric = file
+            .metrics
+            .iter()
+            .filter_map(|(k, &v)| Some((Metric::from_key(k)?, NoiseFloor::new(v).ok()?)))
+            .collect();
+        Floors {
+            file,
+            origin: origin.to_string(),
+            per_metric,
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// Writes `file` as pretty JSON, atomically (temporary file, then rename).
+pub fn write(path: &Path, file: &FloorFile) -> Result<()> {
+    let mut text = serde_json::to_string_pretty(file)?;
+    text.push('\n');
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("{}: cannot create", parent.display()))?;
+    }
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, text).with_context(|| format!("{}: cannot write", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("{}: cannot write", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_in_floor_parses_if_present() {
+        // A committed bench/aa/noise-floor.json must be valid.
+        let _ = Floors::built_in().unwrap();
+    }
+
+    #[test]
+    fn parse_minimal_and_errors() {
+        let f = Floors::parse(
+            r#"{"metrics": {"p99": 0.034, "p98": 0.1}}"#,
+            "f.json",
+            "x".into(),
+        )
+        .unwrap();
+        assert_eq!(f.get(Metric::P99).unwrap().relative(), 0.034);
+        assert!(f.get(Metric::P95).is_none());
+        assert_eq!(f.warnings.len(), 1);
+        let e = Floors::parse(r#"{"metrics": {"p99": -1}}"#, "f.json", "x".into())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("f.json: metrics.p99 = -1"), "{e}");
+        let e = Floors::parse(r#"{"metric": {}}"#, "f.json", "x".into())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("f.json: malformed"), "{e}");
+    }
+}

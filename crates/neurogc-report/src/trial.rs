@@ -1,0 +1,290 @@
+//! One value per metric per trial, from the trial's measured window.
+
+use std::collections::BTreeMap;
+
+use crate::metric::Metric;
+use crate::rundir::{SampleRow, TrialData};
+
+/// How a trial counts in the aggregate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Usable {
+    /// Complete: counts.
+    Complete,
+    /// Measured, but not to the end (interrupted or failed mid-way): counts only when a
+    /// policy has no complete trial.
+    Partial,
+    /// Nothing measured (never reached the measured window, or no trial.json).
+    No,
+}
+
+/// A trial reduced to numbers.
+#[derive(Debug, Clone)]
+pub struct TrialMetrics {
+    pub name: String,
+    pub label: String,
+    pub repetition: u32,
+    pub status: String,
+    pub usable: Usable,
+    /// The measured window, Unix seconds.
+    pub window: Option<(f64, f64)>,
+    pub values: BTreeMap<Metric, f64>,
+    /// Requests completed in the window (load generator).
+    pub requests: Option<u64>,
+    /// What is missing or odd, for the report.
+    pub notes: Vec<String>,
+}
+
+impl TrialMetrics {
+    pub fn get(&self, m: Metric) -> Option<f64> {
+        self.values.get(&m).copied()
+    }
+
+    /// Measured seconds of the window.
+    pub fn window_s(&self) -> Option<f64> {
+        self.window.map(|(a, b)| b - a)
+    }
+}
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// Reduces a trial. `interval_s` is the run's sample interval, used when a sample has none.
+pub fn compute(t: &TrialData, interval_s: Option<f64>) -> TrialMetrics {
+    let mut m = TrialMetrics {
+        name: t.name().to_string(),
+        label: t.label().to_string(),
+        repetition: t.reference.repetition,
+        status: t.status().to_string(),
+        usable: Usable::No,
+        window: None,
+        values: BTreeMap::new(),
+        requests: None,
+        notes: t.notes.clone(),
+    };
+    if let Some(e) = t.info.as_ref().and_then(|i| i.error.as_deref()) {
+        m.notes.push(format!("error: {e}"));
+    }
+    let Some(start) = t.info.as_ref().and_then(|i| i.measure_start) else {
+        if t.info.is_some() {
+            m.notes
+                .push("never reached its measured window: nothing measured".to_string());
+        }
+        return m;
+    };
+    let end = match t.info.as_ref().and_then(|i| i.measure_end) {
+        Some(e) => e,
+        None => {
+            // Interrupted mid-measurement: the window ends with the last thing recorded.
+            let last_sample = t
+                .samples
+                .as_ref()
+                .and_then(|s| s.rows.last().map(|r| r.time));
+            let last_row = t.load_rows.last().map(|r| r.t);
+            let end = last_sample
+                .into_iter()
+                .chain(last_row)
+                .fold(start, f64::max);
+            m.notes.push(format!(
+                "measurement did not end (no measure_end): window cut at the last record, {:.1} s",
+                end - start
+            ));
+            end
+        }
+    };
+    m.window = Some((start, end));
+    let complete =
+        m.status == "complete" && t.info.as_ref().is_some_and(|i| i.measure_end.is_some());
+    m.usable = if complete {
+        Usable::Complete
+    } else {
+        Usable::Partial
+    };
+    if !complete && m.status == "complete" {
+        m.notes
+            .push("complete, but without measure_end".to_string());
+    }
+
+    let in_window = |time: f64| time >= start && time <= end;
+    let samples: Vec<&SampleRow> = t
+        .samples
+        .as_ref()
+        .map(|s| s.rows.iter().filter(|r| in_window(r.time)).collect())
+        .unwrap_or_default();
+    if t.samples.is_some() && samples.is_empty() {
+        m.notes
+            .push("samples.csv has no row in the measured window".to_string());
+    }
+    resources(&mut m, &samples);
+    gc(&mut m, t, &samples, start, end, interval_s);
+    latency(&mut m, t);
+    if m.requests == Some(0) {
+        m.notes
+            .push("no request completed in the measured window: no latency".to_string());
+    }
+    m
+}
+
+fn mean(xs: impl Iterator<Item = f64>) -> Option<f64> {
+    let (mut sum, mut n) = (0.0, 0usize);
+    for x in xs.filter(|x| x.is_finite()) {
+        sum += x;
+        n += 1;
+    }
+    (n > 0).then(|| sum / n as f64)
+}
+
+/// A column of a sample row.
+type Column = fn(&SampleRow) -> Option<f64>;
+
+fn resources(m: &mut TrialMetrics, samples: &[&SampleRow]) {
+    let cols: [(Metric, Column); 6] = [
+        (Metric::Cpu, |r| r.cpu),
+        (Metric::Mem, |r| r.mem),
+        (Metric::DiskRead, |r| r.disk_read),
+        (Metric::DiskWrite, |r| r.disk_write),
+        (Metric::NetSent, |r| r.net_sent),
+        (Metric::NetRecv, |r| r.net_recv),
+    ];
+    for (metric, get) in cols {
+        if let Some(v) = mean(samples.iter().filter_map(|r| get(r))) {
+            m.values.insert(metric, v);
+        }
+    }
+    let rss: Vec<f64> = samples.iter().filter_map(|r| r.rss_bytes).collect();
+    if let Some(v) = mean(rss.iter().copied()) {
+        m.values.insert(Metric::RssMean, v / MIB);
+        let peak = rss.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        m.values.insert(Metric::RssPeak, peak / MIB);
+    }
+}
+
+fn gc(
+    m: &mut TrialMetrics,
+    t: &TrialData,
+    samples: &[&SampleRow],
+    start: f64,
+    end: f64,
+    interval_s: Option<f64>,
+) {
+    // Per generation: count, total ms, max ms.
+    let mut per_gen: Option<[(f64, f64, f64); 3]> = None;
+    if let Some(events) = &t.gc_events {
+        let mut g = [(0.0, 0.0, 0.0); 3];
+        for e in events.iter().filter(|e| e.time >= start && e.time <= end) {
+            let s = &mut g[e.generation.min(2)];
+            s.0 += 1.0;
+            s.1 += e.pause_ms;
+            s.2 = f64::max(s.2, e.pause_ms);
+        }
+        per_gen = Some(g);
+    } else if t.samples.as_ref().is_some_and(|s| s.has_generations) && !samples.is_empty() {
+        let mut g = [(0.0, 0.0, 0.0); 3];
+        for r in samples {
+            for (i, s) in g.iter_mut().enumerate() {
+                s.0 += r.gc_collections[i].unwrap_or(0.0);
+                s.1 += r.gc_pause_sum[i].unwrap_or(0.0);
+                s.2 = f64::max(s.2, r.gc_pause_max[i].unwrap_or(0.0));
+            }
+        }
+        per_gen = Some(g);
+    }
+    if let Some(g) = per_gen {
+        for (i, (count, total, max)) in g.iter().enumerate() {
+            let (c, tot, mx) = Metric::generation(i);
+            m.values.insert(c, *count);
+            m.values.insert(tot, *total);
+            m.values.insert(mx, *max);
+        }
+        m.values
+            .insert(Metric::GcEvents, g.iter().map(|x| x.0).sum::<f64>());
+        let total_ms: f64 = g.iter().map(|x| x.1).sum();
+        m.values.insert(Metric::GcTotal, total_ms);
+        // Process CPU seconds = Σ cpu% / 100 × interval.
+        let cpu_s: f64 = samples
+            .iter()
+            .filter_map(|r| Some(r.cpu? / 100.0 * r.interval_s.or(interval_s)?))
+            .sum();
+        if cpu_s > 0.0 {
+            m.values
+                .insert(Metric::GcCpuShare, 100.0 * total_ms / 1000.0 / cpu_s);
+        }
+    }
+    if t.samples.as_ref().is_some_and(|s| s.has_overlap) && !samples.is_empty() {
+        let sum =
+            |f: fn(&SampleRow) -> Option<f64>| samples.iter().filter_map(|r| f(r)).sum::<f64>();
+        let any = sum(|r| r.requests_gc_overlap);
+        m.values.insert(Metric::GcOverlap, any);
+        m.values
+            .insert(Metric::Gc2Overlap, sum(|r| r.requests_gc2_overlap));
+        let requests = sum(|r| r.requests);
+        if requests > 0.0 {
+            m.values
+                .insert(Metric::GcOverlapShare, 100.0 * any / requests);
+        }
+    }
+}
+
+fn latency(m: &mut TrialMetrics, t: &TrialData) {
+    // Requests, failures and RPS from load.jsonl: the summary's "all" total, else the seconds.
+    let total = t.load_summary.as_ref().and_then(|s| {
+        s.rows
+            .iter()
+            .find(|r| r.task == "all" && r.kind == "total")
+            .cloned()
+    });
+    let (requests, failures, seconds) = match (&t.load_summary, &total) {
+        (Some(s), Some(row)) => (row.requests, row.failures, s.duration_s),
+        (Some(s), None) => (s.requests, s.failures, s.duration_s),
+        _ if !t.load_rows.is_empty() => (
+            t.load_rows.iter().map(|r| r.requests).sum(),
+            t.load_rows.iter().map(|r| r.failures).sum(),
+            t.load_rows.iter().map(|r| r.interval_s).sum(),
+        ),
+        _ => return,
+    };
+    m.requests = Some(requests);
+    m.values.insert(Metric::Failures, failures as f64);
+    if seconds > 0.0 {
+        m.values.insert(Metric::Rps, requests as f64 / seconds);
+    }
+    if let Some(s) = &t.load_summary {
+        if s.late_starts > 0 || s.dropped > 0 {
+            m.notes.push(format!(
+                "the load generator fell behind: {} late starts, {} dropped arrivals",
+                s.late_starts, s.dropped
+            ));
+        }
+    }
+    // Percentiles from the HDR histogram (µs); the summary's row when there is no log.
+    let ms = |us: u64| us as f64 / 1000.0;
+    match &t.latency {
+        Some(h) if !h.is_empty() => {
+            m.values.insert(Metric::P50, ms(h.value_at_quantile(0.5)));
+            m.values.insert(Metric::P95, ms(h.value_at_quantile(0.95)));
+            m.values.insert(Metric::P99, ms(h.value_at_quantile(0.99)));
+            m.values
+                .insert(Metric::P999, ms(h.value_at_quantile(0.999)));
+            m.values.insert(Metric::Max, ms(h.max()));
+            if h.len() != requests {
+                m.notes.push(format!(
+                    "latency.hlog holds {} requests, load.jsonl {requests}",
+                    h.len()
+                ));
+            }
+        }
+        _ => {
+            if let Some(row) = total.filter(|r| r.requests > 0) {
+                for (metric, v) in [
+                    (Metric::P50, row.p50_ms),
+                    (Metric::P95, row.p95_ms),
+                    (Metric::P99, row.p99_ms),
+                    (Metric::P999, row.p999_ms),
+                    (Metric::Max, row.max_ms),
+                ] {
+                    if let Some(v) = v {
+                        m.values.insert(metric, v);
+                    }
+                }
+            }
+        }
+    }
+}
