@@ -115,8 +115,9 @@ pub fn write_report_with(
     std::fs::create_dir_all(out_dir)
         .with_context(|| format!("{}: cannot create", out_dir.display()))?;
     let charts = charts::draw(&run, out_dir);
-    warnings.extend(charts.skipped.iter().cloned());
+    // Chart problems are shown in the Charts section; the caller gets them as warnings too.
     let text = markdown::render(&run, &analysis, &charts, &warnings);
+    warnings.extend(charts.skipped.iter().cloned());
     let readme = out_dir.join("README.md");
     write_atomic(&readme, &text)?;
     Ok(Written {

@@ -378,9 +378,6 @@ fn load_trial(run_dir: &Path, r: &TrialRef, warnings: &mut Vec<String>) -> Resul
         let (events, w) = read_gc_events(&path, &rel("gc-events.csv"))?;
         warnings.extend(w);
         t.gc_events = Some(events);
-    } else {
-        t.notes
-            .push("no gc-events.csv (GC counts from samples.csv)".to_string());
     }
 
     let path = dir.join("load.jsonl");
@@ -411,9 +408,6 @@ fn load_trial(run_dir: &Path, r: &TrialRef, warnings: &mut Vec<String>) -> Resul
         let (hist, w) = read_hlog(&path, &rel("latency.hlog"))?;
         warnings.extend(w);
         t.latency = Some(hist);
-    } else {
-        t.notes
-            .push("no latency.hlog (percentiles from load.jsonl's summary)".to_string());
     }
     Ok(t)
 }
@@ -683,7 +677,25 @@ pub fn read_hlog(path: &Path, shown: &str) -> Result<(Histogram<u64>, Vec<String
 mod tests {
     use super::*;
 
-    fn temp(name: &str, text: &str) -> PathBuf {
+    /// A file in its own temporary directory, removed when dropped.
+    struct TempFile(PathBuf);
+
+    impl std::ops::Deref for TempFile {
+        type Target = Path;
+        fn deref(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for TempFile {
+        fn drop(&mut self) {
+            if let Some(dir) = self.0.parent() {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+        }
+    }
+
+    fn temp(name: &str, text: &str) -> TempFile {
         let dir = std::env::temp_dir().join(format!(
             "neurogc-report-rundir-{}-{name}",
             std::process::id()
@@ -691,7 +703,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join(name);
         std::fs::write(&p, text).unwrap();
-        p
+        TempFile(p)
     }
 
     #[test]

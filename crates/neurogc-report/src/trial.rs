@@ -65,6 +65,8 @@ pub fn compute(t: &TrialData, interval_s: Option<f64>) -> TrialMetrics {
     }
     let Some(start) = t.info.as_ref().and_then(|i| i.measure_start) else {
         if t.info.is_some() {
+            // Which files are missing does not matter: nothing was measured.
+            m.notes.retain(|n| n.starts_with("error:"));
             m.notes
                 .push("never reached its measured window: nothing measured".to_string());
         }
@@ -109,6 +111,26 @@ pub fn compute(t: &TrialData, interval_s: Option<f64>) -> TrialMetrics {
         .as_ref()
         .map(|s| s.rows.iter().filter(|r| in_window(r.time)).collect())
         .unwrap_or_default();
+    if t.gc_events.is_none() {
+        m.notes.push(
+            if t.samples.as_ref().is_some_and(|s| s.has_generations) {
+                "no gc-events.csv: GC counts and pauses from samples.csv"
+            } else {
+                "no gc-events.csv: no GC counts"
+            }
+            .to_string(),
+        );
+    }
+    if t.latency.is_none() {
+        m.notes.push(
+            if t.load_summary.is_some() {
+                "no latency.hlog: percentiles from load.jsonl's summary"
+            } else {
+                "no latency.hlog and no load summary: no latency percentiles"
+            }
+            .to_string(),
+        );
+    }
     if t.samples.is_some() && samples.is_empty() {
         m.notes
             .push("samples.csv has no row in the measured window".to_string());

@@ -30,6 +30,25 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+thread_local! {
+    static COPIES: std::cell::RefCell<Vec<PathBuf>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Held by each test: the copies it made are removed when it passes (kept when it fails).
+struct Cleanup;
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        for d in COPIES.with(|c| std::mem::take(&mut *c.borrow_mut())) {
+            let _ = std::fs::remove_dir_all(&d);
+            let _ = std::fs::remove_dir_all(d.with_extension("report"));
+        }
+    }
+}
+
 /// A fresh copy of the fixture run in a temporary directory.
 fn run_copy(name: &str) -> PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
@@ -40,6 +59,7 @@ fn run_copy(name: &str) -> PathBuf {
     ));
     let _ = std::fs::remove_dir_all(&dir);
     copy_dir(&fixture(), &dir);
+    COPIES.with(|c| c.borrow_mut().push(dir.clone()));
     dir
 }
 
@@ -83,6 +103,7 @@ fn png_size(path: &Path) -> (u32, u32) {
 
 #[test]
 fn two_policies_two_repetitions_every_row_filled() {
+    let _cleanup = Cleanup;
     let dir = run_copy("full");
     let w = write_report_with(&dir, None, None).unwrap();
     assert_eq!(w.readme, dir.join("README.md"));
@@ -173,6 +194,7 @@ fn two_policies_two_repetitions_every_row_filled() {
 
 #[test]
 fn truncated_last_lines_are_warnings_not_errors() {
+    let _cleanup = Cleanup;
     let dir = run_copy("truncated");
     let t = dir.join("trials/01-default-r1");
     // A crash mid-write: the last row of each append-only file stops mid-line.
@@ -206,6 +228,7 @@ fn truncated_last_lines_are_warnings_not_errors() {
 
 #[test]
 fn malformed_lines_are_errors_naming_file_and_line() {
+    let _cleanup = Cleanup;
     let dir = run_copy("malformed-line");
     let path = dir.join("trials/03-default-r2/samples.csv");
     let text = std::fs::read_to_string(&path).unwrap();
@@ -228,6 +251,7 @@ fn malformed_lines_are_errors_naming_file_and_line() {
 
 #[test]
 fn malformed_run_json_is_a_clear_error() {
+    let _cleanup = Cleanup;
     let dir = run_copy("bad-run-json");
     std::fs::write(dir.join("run.json"), "{\"schema\": 1, \"kind\": \"bench\",").unwrap();
     let e = format!("{:#}", write_report_with(&dir, None, None).unwrap_err());
@@ -267,6 +291,7 @@ fn malformed_run_json_is_a_clear_error() {
 
 #[test]
 fn interrupted_run_reports_what_was_measured() {
+    let _cleanup = Cleanup;
     let dir = run_copy("interrupted");
     edit_json(&dir.join("run.json"), |v| {
         v["status"] = "interrupted".into();
@@ -324,6 +349,7 @@ fn interrupted_run_reports_what_was_measured() {
 
 #[test]
 fn partial_trials_are_used_when_nothing_completed() {
+    let _cleanup = Cleanup;
     let dir = run_copy("partial-only");
     for t in ["02-threshold_5000_20_20-r1", "04-threshold_5000_20_20-r2"] {
         edit_json(&dir.join(format!("trials/{t}/trial.json")), |v| {
@@ -342,6 +368,7 @@ fn partial_trials_are_used_when_nothing_completed() {
 
 #[test]
 fn a_trial_without_requests_has_no_latency_but_a_report() {
+    let _cleanup = Cleanup;
     let dir = run_copy("no-requests");
     let t = dir.join("trials/01-default-r1");
     // The load generator reached nothing: every second empty, an empty histogram log.
@@ -385,6 +412,7 @@ fn a_trial_without_requests_has_no_latency_but_a_report() {
 
 #[test]
 fn missing_gc_events_and_histograms_fall_back() {
+    let _cleanup = Cleanup;
     let dir = run_copy("fallbacks");
     let t = dir.join("trials/01-default-r1");
     std::fs::remove_file(t.join("gc-events.csv")).unwrap();
@@ -405,7 +433,10 @@ fn missing_gc_events_and_histograms_fall_back() {
     let w = write_report_with(&dir, None, None).unwrap();
     let (a, b) = (&w.analysis.trials[0], &full.analysis.trials[0]);
     // GC counts from the samples' per-interval columns agree with gc-events.csv's rows.
-    assert!(a.notes.iter().any(|n| n.contains("no gc-events.csv")));
+    assert!(a
+        .notes
+        .iter()
+        .any(|n| n.contains("no gc-events.csv: GC counts and pauses from samples.csv")));
     let (x, y) = (
         a.get(Metric::Gen0Count).unwrap(),
         b.get(Metric::Gen0Count).unwrap(),
@@ -441,6 +472,7 @@ fn make_aa(name: &str) -> PathBuf {
 
 #[test]
 fn aa_run_measures_and_writes_its_noise_floor() {
+    let _cleanup = Cleanup;
     let dir = make_aa("aa");
     let w = write_report_with(&dir, None, None).unwrap();
     let md = std::fs::read_to_string(&w.readme).unwrap();
@@ -494,6 +526,7 @@ fn aa_run_measures_and_writes_its_noise_floor() {
 
 #[test]
 fn run_writes_noise_floor_and_checks_arguments() {
+    let _cleanup = Cleanup;
     let dir = make_aa("aa-run");
     let floor = dir.join("nf.json");
     let code = neurogc_report::run(ReportArgs {
@@ -527,6 +560,7 @@ fn run_writes_noise_floor_and_checks_arguments() {
 
 #[test]
 fn out_dir_leaves_the_run_untouched() {
+    let _cleanup = Cleanup;
     let dir = run_copy("out");
     let out = dir.with_extension("report");
     let w = write_report_with(&dir, Some(&out), None).unwrap();
@@ -537,6 +571,7 @@ fn out_dir_leaves_the_run_untouched() {
 
 #[test]
 fn collect_run_has_one_column_and_no_comparison() {
+    let _cleanup = Cleanup;
     let dir = run_copy("collect");
     edit_json(&dir.join("run.json"), |v| {
         v["kind"] = "collect".into();
@@ -559,6 +594,7 @@ fn collect_run_has_one_column_and_no_comparison() {
 
 #[test]
 fn compare_two_runs() {
+    let _cleanup = Cleanup;
     let a = run_copy("cmp-a");
     let b = make_aa("cmp-b");
     // A model-driven candidate in the first run, to show the model column.
@@ -606,6 +642,7 @@ fn compare_two_runs() {
 
 #[test]
 fn rate_search_and_models_are_shown() {
+    let _cleanup = Cleanup;
     let dir = run_copy("rate-auto");
     edit_json(&dir.join("run.json"), |v| {
         v["load"] = serde_json::json!({"mode": "open", "rate": 24.0, "rate_source": "auto",
