@@ -59,8 +59,9 @@ target/release/neurogc: $(RUST_SOURCES) $(WEB_SOURCES) $(NPM_STAMP) python/neuro
 $(VENV)/bin/neurogc: target/release/neurogc $(VENV)/.deps
 	ln -sf ../../target/release/neurogc $@
 
+# The seed's three phases on the demo app: collect, train an LSTM, bench with and without; ~4 min.
 demo: setup
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m neurogc.demo.quickrun
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/neurogc demo
 
 test: setup lint test-rust test-python test-python-versions test-web
 

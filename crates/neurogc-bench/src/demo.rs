@@ -28,6 +28,12 @@ pub struct DemoArgs {
     /// Warm-up before every measurement.
     #[arg(long, default_value = "5s")]
     pub warmup: String,
+    /// Length of each `--rate auto` probe.
+    #[arg(long, default_value = "3s")]
+    pub probe_time: String,
+    /// First rate `--rate auto` probes, requests per second.
+    #[arg(long, default_value_t = 40.0)]
+    pub rate_start: f64,
     /// Bench repetitions per policy.
     #[arg(long, default_value_t = 2)]
     pub repeat: usize,

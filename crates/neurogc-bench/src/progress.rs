@@ -17,6 +17,7 @@ pub struct Progress {
     requests: u64,
     tty: bool,
     last_print: Option<Instant>,
+    last_line: String,
 }
 
 impl Progress {
@@ -30,6 +31,7 @@ impl Progress {
             requests: 0,
             tty: std::io::stderr().is_terminal(),
             last_print: None,
+            last_line: String::new(),
         }
     }
 
@@ -52,6 +54,10 @@ impl Progress {
         }
         self.last_print = Some(Instant::now());
         let line = self.line();
+        if line == self.last_line {
+            return;
+        }
+        self.last_line = line.clone();
         let mut err = std::io::stderr().lock();
         let _ = if self.tty {
             write!(err, "\r\x1b[2K{line}")

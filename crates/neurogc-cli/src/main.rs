@@ -26,6 +26,14 @@ enum Command {
     ImportTorch(neurogc_train::ImportArgs),
     /// Run a Python command with the NeuroGC agent injected (no code change).
     Run(run::RunArgs),
+    /// Record a training set: the app under load with CPython's own GC, the agent observing.
+    Collect(neurogc_bench::CollectArgs),
+    /// Compare policies on the same app and load, repeated and interleaved; writes a report.
+    Bench(neurogc_bench::BenchArgs),
+    /// The seed's experiment end to end on the demo app: collect, train an LSTM, bench, report.
+    Demo(neurogc_bench::DemoArgs),
+    /// Write a run's report (README.md and charts), or compare runs.
+    Report(neurogc_report::ReportArgs),
 }
 
 fn main() {
@@ -36,6 +44,10 @@ fn main() {
         Command::Train(args) => neurogc_train::run_train(args),
         Command::ImportTorch(args) => neurogc_train::run_import(args),
         Command::Dashboard(args) => neurogc_dashboard::run(args),
+        Command::Collect(args) => neurogc_bench::run_collect(args),
+        Command::Bench(args) => neurogc_bench::run_bench(args, neurogc_report::write_report),
+        Command::Demo(args) => neurogc_bench::run_demo(args, neurogc_report::write_report),
+        Command::Report(args) => neurogc_report::run(args),
     };
     match result {
         Ok(code) => std::process::exit(code),

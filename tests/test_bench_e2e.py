@@ -1,0 +1,395 @@
+"""collect → train → bench → report, end to end: the real `neurogc` binary starts the real demo
+app with the real agent and drives it with the real load generator. Short durations."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import struct
+import subprocess
+import time
+import zlib
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, free_port, get_json, wait_for
+
+NEUROGC = REPO / "target" / "release" / "neurogc"
+SEED_TABLE_ROWS = [
+    "Avg CPU",
+    "Avg Memory",
+    "Avg Disk Read",
+    "Avg Disk Write",
+    "Avg Net Sent",
+    "Avg Net Recv",
+    "P95",
+    "P99",
+    "Avg RPS",
+    "GC Events",
+]
+
+
+def neurogc(*args: str, timeout: float = 300, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(NEUROGC), *args], capture_output=True, text=True, timeout=timeout, **kw
+    )
+
+
+def only_run(runs: Path) -> Path:
+    dirs = [d for d in runs.iterdir() if d.is_dir()]
+    assert len(dirs) == 1, dirs
+    return dirs[0]
+
+
+def csv_rows(path: Path) -> list[list[str]]:
+    lines = path.read_text().splitlines()
+    return [line.split(",") for line in lines[1:] if line != lines[0]]
+
+
+def png_decodes(path: Path) -> tuple[int, int]:
+    """Decodes a PNG far enough to trust it: every chunk's CRC, IHDR, and the inflated image data
+    has exactly one filter byte plus one row of pixels per line."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path}: not a PNG signature"
+    pos, idat, header = 8, b"", None
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind = data[pos + 4 : pos + 8]
+        body = data[pos + 8 : pos + 8 + length]
+        (crc,) = struct.unpack(">I", data[pos + 8 + length : pos + 12 + length])
+        assert zlib.crc32(kind + body) == crc, f"{path}: bad CRC in {kind!r}"
+        if kind == b"IHDR":
+            header = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+        if kind == b"IEND":
+            break
+    assert header is not None, f"{path}: no IHDR"
+    width, height, depth, color = header[:4]
+    channels = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}[color]
+    row = 1 + (width * channels * depth + 7) // 8
+    assert len(zlib.decompress(idat)) == row * height, f"{path}: image data size"
+    return width, height
+
+
+def table_row(readme: str, name: str) -> list[str]:
+    for line in readme.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("|") and cells and cells[0].strip("*") == name:
+            return cells
+    raise AssertionError(f"no table row {name!r} in the report")
+
+
+def no_process_mentions(text: str) -> list[str]:
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or int(d.name) == os.getpid():
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmd:
+            found.append(f"{d.name}: {cmd}")
+    return found
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory) -> dict:
+    """One collect → train → bench run shared by the tests that read its results."""
+    root = tmp_path_factory.mktemp("pipeline")
+    runs = root / "runs"
+    data = root / "data" / "x.csv"
+    collect = neurogc(
+        "collect", "--app", "demo", "--users", "8", "--spawn-rate", "8", "--run-time", "8s",
+        "--warmup", "2s", "--interval", "0.5", "--out", str(data), "--runs-dir", str(runs),
+        "--no-dashboard",
+    )  # fmt: skip
+    assert collect.returncode == 0, collect.stderr
+    model = root / "model"
+    train = neurogc(
+        "train", "--data", str(data), "--model", "lstm", "--epochs", "3", "--quiet",
+        "--out", str(model),
+    )  # fmt: skip
+    assert train.returncode == 0, train.stderr
+    bench_runs = root / "bench-runs"
+    bench = neurogc(
+        "bench", "--app", "demo", "--policy", "default", "--policy", f"neurogc-seed:{model}",
+        "--mode", "sequential", "--repeat", "2", "--rate", "8", "--duration", "6s",
+        "--warmup", "2s", "--interval", "0.5", "--runs-dir", str(bench_runs), "--no-dashboard",
+    )  # fmt: skip
+    assert bench.returncode == 0, bench.stderr
+    return {
+        "collect": collect,
+        "data": data,
+        "collect_run": only_run(runs),
+        "bench": bench,
+        "run": only_run(bench_runs),
+    }
+
+
+def test_collect_writes_the_training_set_and_says_where(pipeline):
+    data: Path = pipeline["data"]
+    assert str(data) in pipeline["collect"].stdout
+    rows = csv_rows(data)
+    # 8 s at 0.5 s: about 16 samples of the measured window, none of the warm-up.
+    assert 10 <= len(rows) <= 20, len(rows)
+    run = pipeline["collect_run"]
+    info = json.loads((run / "run.json").read_text())
+    assert info["kind"] == "collect" and info["status"] == "complete"
+    assert info["load"]["mode"] == "closed" and info["load"]["users"] == 8
+    trial = json.loads((run / info["trials"][0]["dir"] / "trial.json").read_text())
+    times = [float(r[0]) for r in rows]
+    assert min(times) >= trial["measure_start"] and max(times) <= trial["measure_end"] + 1e-3
+    assert sum(float(r[7]) for r in rows) > 0, "rps column: the load reached the app"
+
+
+def test_bench_records_every_trial_interleaved(pipeline):
+    run: Path = pipeline["run"]
+    info = json.loads((run / "run.json").read_text())
+    assert info["status"] == "complete" and info["mode"] == "sequential"
+    labels = [t["label"] for t in info["trials"]]
+    assert labels == ["default", "neurogc-seed", "default", "neurogc-seed"]
+    assert info["policies"][1]["model"]["kind"] == "lstm"
+    if len(os.sched_getaffinity(0)) >= 2:
+        assert info["pinning"] is not None
+    for t in info["trials"]:
+        d = run / t["dir"]
+        trial = json.loads((d / "trial.json").read_text())
+        assert trial["status"] == "complete", trial
+        assert trial["measure_end"] - trial["measure_start"] == pytest.approx(6, abs=1.5)
+        assert trial["load_summary"]["requests"] > 20
+        assert len(csv_rows(d / "samples.csv")) >= 10
+        assert (d / "gc-events.csv").read_text().startswith("time,generation,pause_ms")
+        assert (d / "latency.hlog").stat().st_size > 0
+        seconds = [json.loads(x) for x in (d / "load.jsonl").read_text().splitlines()]
+        assert seconds[-1]["type"] == "summary" and len(seconds) > 6
+        assert not (pid_alive(trial["pid"])), "server stopped"
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+
+
+def test_report_fills_every_row_and_draws_charts(pipeline):
+    run: Path = pipeline["run"]
+    readme_path = run / "README.md"
+    assert str(readme_path) in pipeline["bench"].stdout
+    readme = readme_path.read_text()
+    for name in SEED_TABLE_ROWS:
+        cells = table_row(readme, name)
+        assert len(cells) >= 3 and all(c and c != "n/a" for c in cells[1:3]), (name, cells)
+    assert "neurogc-seed:" in readme and " than default" in readme  # hyperfine-style summary
+    assert "noise floor" in readme.lower()
+    charts = sorted((run / "charts").glob("*.png"))
+    assert len(charts) >= 4, charts
+    for chart in charts:
+        w, h = png_decodes(chart)
+        assert w >= 300 and h >= 200
+        assert f"charts/{chart.name}" in readme
+
+
+def test_report_command_rewrites_the_report(pipeline, tmp_path):
+    run: Path = pipeline["run"]
+    out = neurogc("report", str(run))
+    assert out.returncode == 0, out.stderr
+    cmp = neurogc("report", "--compare", str(run), str(run))
+    assert cmp.returncode == 0, cmp.stderr
+    assert "neurogc-seed" in cmp.stdout and "p" in cmp.stdout
+
+
+def test_side_by_side_splits_the_load_per_server(tmp_path):
+    runs = tmp_path / "runs"
+    out = neurogc(
+        "bench", "--policy", "default", "--policy", "threshold:5000", "--mode", "side-by-side",
+        "--repeat", "1", "--rate", "10", "--duration", "4s", "--warmup", "1s",
+        "--runs-dir", str(runs), "--no-dashboard", "--no-report",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    run = only_run(runs)
+    info = json.loads((run / "run.json").read_text())
+    assert info["mode"] == "side-by-side"
+    trials = [json.loads((run / t["dir"] / "trial.json").read_text()) for t in info["trials"]]
+    assert len(trials) == 2
+    assert trials[0]["measure_start"] == trials[1]["measure_start"]
+    for t, ref in zip(trials, info["trials"]):
+        rows = [json.loads(x) for x in (run / ref["dir"] / "load.jsonl").read_text().splitlines()]
+        hosts = {r["host"] for r in rows if r["type"] == "second"}
+        assert hosts == {f"http://127.0.0.1:{t['port']}"}, hosts
+        assert rows[-1]["type"] == "summary" and rows[-1]["requests"] > 20
+        assert (run / ref["dir"] / "latency.hlog").exists()
+
+
+def test_rate_auto_finds_a_sustainable_rate_and_runs_below_it(tmp_path):
+    runs = tmp_path / "runs"
+    out = neurogc(
+        "bench", "--policy", "default", "--rate", "auto", "--rate-start", "20",
+        "--probe-time", "2s", "--repeat", "1", "--duration", "3s", "--warmup", "1s",
+        "--runs-dir", str(runs), "--no-dashboard", "--no-report",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    run = only_run(runs)
+    info = json.loads((run / "run.json").read_text())
+    search = json.loads((run / "rate-search.json").read_text())
+    probes = search["policies"][0]["probes"]
+    assert probes[0]["sustained"] and any(not p["sustained"] for p in probes), probes
+    assert info["load"]["rate_source"] == "auto"
+    assert info["load"]["rate"] == pytest.approx(0.6 * search["sustainable_rps"], rel=0.06)
+    assert "rate auto" in out.stderr
+
+
+def test_bench_streams_into_a_running_dashboard(tmp_path):
+    port = free_port()
+    dash = subprocess.Popen(
+        [str(NEUROGC), "dashboard", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(lambda: _up(port), 20, "dashboard")
+        runs = tmp_path / "runs"
+        out = neurogc(
+            "collect", "--users", "4", "--run-time", "3s", "--warmup", "1s", "--interval",
+            "0.5", "--runs-dir", str(runs), "--dashboard-port", str(port),
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        rows = csv_rows(only_run(runs) / "trials" / "01-default-r1" / "samples.csv")
+        history = get_json(f"http://127.0.0.1:{port}/api/history?server=default")
+        assert len(history["samples"]) == len(rows) > 0
+        # The dashboard keeps times to the microsecond.
+        assert {round(s["time"], 4) for s in history["samples"]} == {
+            round(float(r[0]), 4) for r in rows
+        }
+    finally:
+        dash.terminate()
+        dash.wait(10)
+
+
+def test_dashboard_flag_starts_one_for_the_run(tmp_path):
+    port = free_port()
+    proc = subprocess.Popen(
+        [str(NEUROGC), "collect", "--users", "4", "--run-time", "6s", "--warmup", "1s",
+         "--interval", "0.5", "--runs-dir", str(tmp_path), "--dashboard",
+         "--dashboard-port", str(port)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        status = wait_for(lambda: _servers(port), 40, "samples in the run's own dashboard")
+        assert "default" in status
+    finally:
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert f"http://127.0.0.1:{port}" in err
+
+
+def _up(port: int) -> bool:
+    try:
+        get_json(f"http://127.0.0.1:{port}/api/status")
+        return True
+    except (OSError, AssertionError):
+        return False
+
+
+def _servers(port: int) -> list[str]:
+    try:
+        history = get_json(f"http://127.0.0.1:{port}/api/history")
+    except (OSError, AssertionError):
+        return []
+    return [s["server"] for s in history["samples"]]
+
+
+def test_interrupted_bench_stops_everything_and_keeps_what_it_measured(tmp_path):
+    runs = tmp_path / "runs"
+    proc = subprocess.Popen(
+        [str(NEUROGC), "bench", "--policy", "default", "--policy", "threshold:3000",
+         "--repeat", "3", "--rate", "10", "--duration", "60s", "--warmup", "1s",
+         "--interval", "0.5", "--runs-dir", str(runs), "--no-dashboard"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+    def measuring() -> Path | None:
+        for t in runs.glob("*/trials/*/trial.json"):
+            try:
+                info = json.loads(t.read_text())
+            except ValueError:
+                continue
+            if info["status"] == "measuring":
+                return t
+        return None
+
+    trial_json = wait_for(measuring, 60, "the first measurement")
+    time.sleep(4)
+    started = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert time.monotonic() - started < 20
+    assert proc.returncode == 130, err
+    run = trial_json.parent.parent.parent
+    info = json.loads((run / "run.json").read_text())
+    assert info["status"] == "interrupted"
+    trial = json.loads(trial_json.read_text())
+    assert trial["status"] == "interrupted"
+    assert 3 <= trial["measure_end"] - trial["measure_start"] < 15
+    seconds = (trial_json.parent / "load.jsonl").read_text().splitlines()
+    assert len(seconds) >= 3 and json.loads(seconds[-1])["interrupted"] is True
+    assert len(csv_rows(trial_json.parent / "samples.csv")) >= 4
+    assert not pid_alive(trial["pid"])
+    assert no_process_mentions(str(run)) == []
+    assert no_process_mentions(f"127.0.0.1:{trial['port']}") == []
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--policy", "bogus-policy"], "bogus-policy"),
+        (["--policy", "neurogc-seed:/no/such/model"], "/no/such/model"),
+        (
+            ["--policy", "default", "--cmd", "sleep 60 # {port}", "--startup-timeout", "3s"],
+            "did not answer",
+        ),  # fmt: skip
+        (["--policy", "default", "--cmd", "exit 3 # {port}"], "exited"),
+        (["--policy", "default", "--cmd", "uvicorn app:app"], "{port}"),
+        (["--policy", "default", "--rate", "fast"], "--rate"),
+    ],
+)
+def test_bad_input_is_a_clear_error_within_seconds(tmp_path, args, message):
+    rate = [] if "--rate" in args else ["--rate", "5"]
+    started = time.monotonic()
+    out = neurogc(
+        "bench", *args, *rate, "--duration", "2s", "--runs-dir", str(tmp_path), "--no-dashboard",
+        timeout=30,
+    )  # fmt: skip
+    assert out.returncode == 2, (out.returncode, out.stderr)
+    assert message in out.stderr, out.stderr
+    assert "error" in out.stderr
+    assert time.monotonic() - started < 10
+    assert no_process_mentions(str(tmp_path)) == []
+
+
+def test_demo_runs_the_three_phases_and_ends_with_the_report(tmp_path):
+    port = free_port()
+    out = neurogc(
+        "demo", "--collect-time", "6s", "--bench-time", "4s", "--warmup", "1s", "--repeat", "2",
+        "--epochs", "2", "--probe-time", "1s", "--rate-start", "80", "--runs-dir", str(tmp_path),
+        "--dashboard-port", str(port),
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    runs = sorted(d.name for d in tmp_path.iterdir())
+    assert [r.split("-", 2)[2] for r in runs] == ["demo-bench", "demo-collect"], runs
+    collect = tmp_path / runs[1]
+    assert (collect / "model" / "model.json").exists()
+    bench = tmp_path / runs[0]
+    info = json.loads((bench / "run.json").read_text())
+    assert info["status"] == "complete" and info["load"]["rate_source"] == "auto"
+    assert [p["label"] for p in info["policies"]] == ["default", "neurogc-seed"]
+    assert len(info["trials"]) == 4
+    last = out.stdout.strip().splitlines()
+    assert any(str(bench / "README.md") in line for line in last[-3:]), last
+    assert any(f"http://127.0.0.1:{port}" in line for line in last[-3:]), last
