@@ -146,21 +146,6 @@ impl Floors {
         )
         .map(Some)
     }
-
-    /// A floor computed in this process (an A/A run's own).
-    pub fn from_file(file: FloorFile, origin: &str) -> Floors {
-        let per_metric = file
-            .metrics
-            .iter()
-            .filter_map(|(k, &v)| Some((Metric::from_key(k)?, NoiseFloor::new(v).ok()?)))
-            .collect();
-        Floors {
-            file,
-            origin: origin.to_string(),
-            per_metric,
-            warnings: Vec::new(),
-        }
-    }
 }
 
 /// Writes `file` as pretty JSON, atomically (temporary file, then rename).
