@@ -157,8 +157,8 @@ fn summary(md: &mut String, a: &Analysis) {
 }
 
 fn header(md: &mut String, a: &Analysis, collect: bool) {
-    let mut cols = vec!["Metric".to_string()];
-    let mut align = vec!["---".to_string()];
+    let mut cols = vec!["Metric".to_string(), "Unit".to_string()];
+    let mut align = vec!["---".to_string(), "---".to_string()];
     for (i, p) in a.policies.iter().enumerate() {
         let n = p.used.len();
         let role = if collect {
@@ -199,7 +199,7 @@ fn value_cell(p: &PolicyStats, m: Metric) -> String {
 fn table(md: &mut String, a: &Analysis, collect: bool, metrics: &[Metric]) {
     header(md, a, collect);
     for &m in metrics {
-        let mut cells = vec![m.label().to_string()];
+        let mut cells = vec![m.label().to_string(), m.unit().to_string()];
         let mut floor = None;
         for (i, p) in a.policies.iter().enumerate() {
             cells.push(value_cell(p, m));

@@ -25,7 +25,7 @@ pub enum Section {
 }
 
 macro_rules! metrics {
-    ($($variant:ident => $key:literal, $label:literal, $better:ident, $section:ident;)*) => {
+    ($($variant:ident => $key:literal, $label:literal, $unit:literal, $better:ident, $section:ident;)*) => {
         /// One per-trial number. Every metric is reduced to one value per trial, then to a
         /// median over the policy's trials.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -40,9 +40,14 @@ macro_rules! metrics {
                 match self { $(Metric::$variant => $key),* }
             }
 
-            /// The row label, with its unit.
+            /// The row label (the seed's wording for the seed's rows).
             pub fn label(self) -> &'static str {
                 match self { $(Metric::$variant => $label),* }
+            }
+
+            /// The unit of the row's values.
+            pub fn unit(self) -> &'static str {
+                match self { $(Metric::$variant => $unit),* }
             }
 
             pub fn better(self) -> Better {
@@ -57,36 +62,36 @@ macro_rules! metrics {
 }
 
 metrics! {
-    Cpu => "cpu", "Avg CPU (% of one core)", Lower, Seed;
-    Mem => "mem", "Avg Memory (% of RAM)", Lower, Seed;
-    DiskRead => "disk_read", "Avg Disk Read (B/s)", Lower, Seed;
-    DiskWrite => "disk_write", "Avg Disk Write (B/s)", Lower, Seed;
-    NetSent => "net_sent", "Avg Net Sent (B/s)", Neither, Seed;
-    NetRecv => "net_recv", "Avg Net Recv (B/s)", Neither, Seed;
-    P95 => "p95", "P95 Latency (ms)", Lower, Seed;
-    P99 => "p99", "P99 Latency (ms)", Lower, Seed;
-    Rps => "rps", "Avg RPS", Higher, Seed;
-    GcEvents => "gc_events", "GC Events (all generations)", Lower, Seed;
-    P50 => "p50", "P50 Latency (ms)", Lower, Latency;
-    P999 => "p999", "P99.9 Latency (ms)", Lower, Latency;
-    Max => "max", "Max Latency (ms)", Lower, Latency;
-    Failures => "failures", "Failed requests", Lower, Latency;
-    GcOverlap => "gc_overlap", "Requests overlapping a GC pause", Lower, Gc;
-    Gc2Overlap => "gc2_overlap", "Requests overlapping a gen 2 pause", Lower, Gc;
-    GcOverlapShare => "gc_overlap_share", "Share of requests overlapping a GC pause (%)", Lower, Gc;
-    Gen0Count => "gc0_count", "Gen 0 collections", Lower, Gc;
-    Gen0Total => "gc0_total_ms", "Gen 0 pause total (ms)", Lower, Gc;
-    Gen0Max => "gc0_max_ms", "Gen 0 pause max (ms)", Lower, Gc;
-    Gen1Count => "gc1_count", "Gen 1 collections", Lower, Gc;
-    Gen1Total => "gc1_total_ms", "Gen 1 pause total (ms)", Lower, Gc;
-    Gen1Max => "gc1_max_ms", "Gen 1 pause max (ms)", Lower, Gc;
-    Gen2Count => "gc2_count", "Gen 2 collections", Lower, Gc;
-    Gen2Total => "gc2_total_ms", "Gen 2 pause total (ms)", Lower, Gc;
-    Gen2Max => "gc2_max_ms", "Gen 2 pause max (ms)", Lower, Gc;
-    GcTotal => "gc_total_ms", "GC pause total, all generations (ms)", Lower, Gc;
-    GcCpuShare => "gc_cpu_share", "GC share of CPU time (%)", Lower, Gc;
-    RssPeak => "rss_peak", "Peak RSS (MiB)", Lower, Memory;
-    RssMean => "rss_mean", "Mean RSS (MiB)", Lower, Memory;
+    Cpu => "cpu", "Avg CPU", "% of one core", Lower, Seed;
+    Mem => "mem", "Avg Memory", "% of RAM", Lower, Seed;
+    DiskRead => "disk_read", "Avg Disk Read", "B/s", Lower, Seed;
+    DiskWrite => "disk_write", "Avg Disk Write", "B/s", Lower, Seed;
+    NetSent => "net_sent", "Avg Net Sent", "B/s", Neither, Seed;
+    NetRecv => "net_recv", "Avg Net Recv", "B/s", Neither, Seed;
+    P95 => "p95", "P95", "ms", Lower, Seed;
+    P99 => "p99", "P99", "ms", Lower, Seed;
+    Rps => "rps", "Avg RPS", "req/s", Higher, Seed;
+    GcEvents => "gc_events", "GC Events", "collections, all generations", Lower, Seed;
+    P50 => "p50", "P50", "ms", Lower, Latency;
+    P999 => "p999", "P99.9", "ms", Lower, Latency;
+    Max => "max", "Max", "ms", Lower, Latency;
+    Failures => "failures", "Failed requests", "requests", Lower, Latency;
+    GcOverlap => "gc_overlap", "Requests overlapping a GC pause", "requests", Lower, Gc;
+    Gc2Overlap => "gc2_overlap", "Requests overlapping a gen 2 pause", "requests", Lower, Gc;
+    GcOverlapShare => "gc_overlap_share", "Share of requests overlapping a GC pause", "%", Lower, Gc;
+    Gen0Count => "gc0_count", "Gen 0 collections", "collections", Lower, Gc;
+    Gen0Total => "gc0_total_ms", "Gen 0 pause total", "ms", Lower, Gc;
+    Gen0Max => "gc0_max_ms", "Gen 0 pause max", "ms", Lower, Gc;
+    Gen1Count => "gc1_count", "Gen 1 collections", "collections", Lower, Gc;
+    Gen1Total => "gc1_total_ms", "Gen 1 pause total", "ms", Lower, Gc;
+    Gen1Max => "gc1_max_ms", "Gen 1 pause max", "ms", Lower, Gc;
+    Gen2Count => "gc2_count", "Gen 2 collections", "collections", Lower, Gc;
+    Gen2Total => "gc2_total_ms", "Gen 2 pause total", "ms", Lower, Gc;
+    Gen2Max => "gc2_max_ms", "Gen 2 pause max", "ms", Lower, Gc;
+    GcTotal => "gc_total_ms", "GC pause total", "ms, all generations", Lower, Gc;
+    GcCpuShare => "gc_cpu_share", "GC share of CPU time", "% of process CPU time", Lower, Gc;
+    RssPeak => "rss_peak", "Peak RSS", "MiB", Lower, Memory;
+    RssMean => "rss_mean", "Mean RSS", "MiB", Lower, Memory;
 }
 
 impl Metric {

@@ -127,15 +127,16 @@ fn two_policies_two_repetitions_every_row_filled() {
         for (row, m) in rows.iter().zip(&expected) {
             let c = cells(row);
             assert_eq!(c[0], m.label());
-            assert_eq!(c.len(), 5, "{row}"); // metric, baseline, candidate, Δ, floor
-            for cell in &c[1..4] {
+            assert_eq!(c[1], m.unit());
+            assert_eq!(c.len(), 6, "{row}"); // metric, unit, baseline, candidate, Δ, floor
+            for cell in &c[2..5] {
                 assert!(!cell.contains("n/a"), "{heading}: {row}");
             }
             assert!(
-                ["🟢", "🔴", "⚪", "🔵"].iter().any(|s| c[3].starts_with(s)),
+                ["🟢", "🔴", "⚪", "🔵"].iter().any(|s| c[4].starts_with(s)),
                 "{row}"
             );
-            assert!(c[3].contains("(p "), "{row}");
+            assert!(c[4].contains("(p "), "{row}");
         }
     }
     // The seed's ten rows, in the seed's order.
@@ -143,7 +144,21 @@ fn two_policies_two_repetitions_every_row_filled() {
         .iter()
         .map(|r| cells(r)[0].to_string())
         .collect();
-    assert!(seed[0].starts_with("Avg CPU") && seed[9].starts_with("GC Events"));
+    assert_eq!(
+        seed,
+        [
+            "Avg CPU",
+            "Avg Memory",
+            "Avg Disk Read",
+            "Avg Disk Write",
+            "Avg Net Sent",
+            "Avg Net Recv",
+            "P95",
+            "P99",
+            "Avg RPS",
+            "GC Events"
+        ]
+    );
 
     // Headers name the baseline and the candidate with their trial counts.
     assert!(md.contains("default<br>(baseline, without · n=2)"), "{md}");
@@ -503,9 +518,9 @@ fn aa_run_measures_and_writes_its_noise_floor() {
     );
     let row = table_rows(&md, "### The seed's table")
         .into_iter()
-        .find(|r| r.starts_with("| P99 Latency"))
+        .find(|r| r.starts_with("| P99 |"))
         .unwrap();
-    assert!(cells(row)[4].starts_with('±'), "{row}");
+    assert!(cells(row)[5].starts_with('±'), "{row}");
     // With a floor of ±1000 %, nothing is beyond it.
     std::fs::write(
         dir.join("huge.json"),
@@ -587,7 +602,7 @@ fn collect_run_has_one_column_and_no_comparison() {
     let rows = table_rows(&md, "### The seed's table");
     assert_eq!(rows.len(), 10);
     for r in rows {
-        assert_eq!(cells(r).len(), 2, "{r}");
+        assert_eq!(cells(r).len(), 3, "{r}");
         assert!(!r.contains("n/a"), "{r}");
     }
 }
