@@ -2,7 +2,7 @@
 //!
 //! `include_str!` cannot take an optional file, so this copies it (or an empty file) to
 //! `OUT_DIR/noise-floor.json`, which `src/noise.rs` includes. Cargo re-runs this script when
-//! anything under `bench/` changes, so committing the file later needs no code change.
+//! the file changes or appears, so committing it later needs no code change.
 
 use std::path::PathBuf;
 
@@ -11,9 +11,14 @@ fn main() {
         PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
     let bench = manifest.join("../../bench");
     let floor = bench.join("aa/noise-floor.json");
-    // A directory is scanned for any change; a missing path would re-run on every build.
-    if bench.is_dir() {
-        println!("cargo:rerun-if-changed={}", bench.display());
+    // Watch the file once it exists (so bench runs writing under bench/ do not rebuild us), else
+    // the nearest existing directory, which changes when the file appears. A missing path
+    // would re-run this script on every build.
+    let watched = [floor.clone(), bench.join("aa"), bench.clone()]
+        .into_iter()
+        .find(|p| p.exists());
+    if let Some(p) = watched {
+        println!("cargo:rerun-if-changed={}", p.display());
     }
     println!("cargo:rerun-if-changed=build.rs");
     let text = std::fs::read_to_string(&floor).unwrap_or_default();
