@@ -153,7 +153,7 @@ def test_bench_records_every_trial_interleaved(pipeline):
     assert info["status"] == "complete" and info["mode"] == "sequential"
     labels = [t["label"] for t in info["trials"]]
     assert labels == ["default", "neurogc-seed", "default", "neurogc-seed"]
-    assert info["policies"][1]["model"]["kind"] == "lstm"
+    assert info["policies"][1]["model"]["architecture"]["kind"] == "lstm"
     if len(os.sched_getaffinity(0)) >= 2:
         assert info["pinning"] is not None
     for t in info["trials"]:
@@ -381,11 +381,11 @@ def test_demo_runs_the_three_phases_and_ends_with_the_report(tmp_path):
         "--dashboard-port", str(port),
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
-    runs = sorted(d.name for d in tmp_path.iterdir())
-    assert [r.split("-", 2)[2] for r in runs] == ["demo-bench", "demo-collect"], runs
-    collect = tmp_path / runs[1]
+    runs = sorted(d.name for d in tmp_path.iterdir())  # timestamped names: collect came first
+    assert [r.split("-", 2)[2] for r in runs] == ["demo-collect", "demo-bench"], runs
+    collect = tmp_path / runs[0]
     assert (collect / "model" / "model.json").exists()
-    bench = tmp_path / runs[0]
+    bench = tmp_path / runs[1]
     info = json.loads((bench / "run.json").read_text())
     assert info["status"] == "complete" and info["load"]["rate_source"] == "auto"
     assert [p["label"] for p in info["policies"]] == ["default", "neurogc-seed"]
