@@ -182,25 +182,10 @@ pub fn slug(label: &str) -> String {
         .collect()
 }
 
-/// `YYYYmmdd-HHMMSS` in UTC, without a date library (civil-from-days, Howard Hinnant's method).
+/// `YYYYmmdd-HHMMSS` in UTC.
 pub fn utc_stamp(unix: f64) -> String {
-    let secs = unix.max(0.0) as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}{month:02}{day:02}-{:02}{:02}{:02}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    let [y, mo, d, h, mi, s] = neurogc_load::report::utc_fields(unix);
+    format!("{y:04}{mo:02}{d:02}-{h:02}{mi:02}{s:02}")
 }
 
 #[cfg(test)]

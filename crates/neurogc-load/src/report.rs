@@ -191,6 +191,23 @@ pub fn unix(t: SystemTime) -> f64 {
         .unwrap_or(0.0)
 }
 
+/// Unix seconds as UTC `[year, month, day, hour, minute, second]`, for run directory names and
+/// reports without a date library (civil-from-days, Howard Hinnant's method).
+pub fn utc_fields(unix: f64) -> [i64; 6] {
+    let secs = unix.max(0.0) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    [year, month, day, rem / 3600, rem % 3600 / 60, rem % 60]
+}
+
 /// One HdrHistogram interval log per host: untagged intervals are all of the host's requests,
 /// intervals tagged with a task name are that task's. Values are microseconds.
 struct HdrLog {

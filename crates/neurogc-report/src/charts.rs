@@ -300,9 +300,11 @@ fn lines_panel(
     Ok(())
 }
 
-fn canvas(path: &Path, height: u32) -> DrawingArea<BitMapBackend<'_>, Shift> {
+/// A white canvas of the common width.
+fn canvas(path: &Path, height: u32) -> Result<DrawingArea<BitMapBackend<'_>, Shift>> {
     let root = BitMapBackend::new(path, (WIDTH, height)).into_drawing_area();
-    root
+    root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
+    Ok(root)
 }
 
 fn finish(root: DrawingArea<BitMapBackend, Shift>, path: &Path) -> Result<()> {
@@ -312,8 +314,7 @@ fn finish(root: DrawingArea<BitMapBackend, Shift>, path: &Path) -> Result<()> {
 }
 
 fn draw_memory(d: &ChartData, labels: &[String], path: &Path) -> Result<()> {
-    let root = canvas(path, 420);
-    root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
+    let root = canvas(path, 420)?;
     lines_panel(
         &root,
         "Memory: resident set size per trial",
@@ -327,8 +328,7 @@ fn draw_memory(d: &ChartData, labels: &[String], path: &Path) -> Result<()> {
 }
 
 fn draw_latency(d: &ChartData, labels: &[String], path: &Path) -> Result<()> {
-    let root = canvas(path, 720);
-    root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
+    let root = canvas(path, 720)?;
     let panels = root.split_evenly((2, 1));
     lines_panel(
         &panels[0],
@@ -352,8 +352,7 @@ fn draw_latency(d: &ChartData, labels: &[String], path: &Path) -> Result<()> {
 }
 
 fn draw_rps(d: &ChartData, labels: &[String], path: &Path) -> Result<()> {
-    let root = canvas(path, 420);
-    root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
+    let root = canvas(path, 420)?;
     lines_panel(
         &root,
         "Requests per second (load generator)",
@@ -367,8 +366,7 @@ fn draw_rps(d: &ChartData, labels: &[String], path: &Path) -> Result<()> {
 }
 
 fn draw_gc(d: &ChartData, labels: &[String], path: &Path) -> Result<()> {
-    let root = canvas(path, 900);
-    root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
+    let root = canvas(path, 900)?;
     let panels = root.split_evenly((3, 1));
     for (g, area) in panels.iter().enumerate() {
         let events = &d.gc[g];

@@ -1,5 +1,6 @@
 //! Number, interval, percentage and date formatting for the Markdown.
 
+use neurogc_load::report::utc_fields;
 use neurogc_stats::ConfidenceInterval;
 
 use crate::aggregate::{Cell, Mark};
@@ -141,31 +142,16 @@ pub fn bytes(b: f64) -> String {
     }
 }
 
-/// Unix seconds as `2026-11-22 08:04:46 UTC` (civil-from-days, no date library).
+/// Unix seconds as `2026-11-22 08:04:46 UTC`.
 pub fn utc(unix: f64) -> String {
-    let (y, mo, d, h, mi, s) = civil(unix);
+    let [y, mo, d, h, mi, s] = utc_fields(unix);
     format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02} UTC")
 }
 
 /// Unix seconds as ISO 8601, `2026-11-22T08:04:46Z`.
 pub fn iso(unix: f64) -> String {
-    let (y, mo, d, h, mi, s) = civil(unix);
+    let [y, mo, d, h, mi, s] = utc_fields(unix);
     format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
-}
-
-fn civil(unix: f64) -> (i64, i64, i64, i64, i64, i64) {
-    let secs = unix.max(0.0) as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day, rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
 /// Escapes a value for a Markdown table cell.
