@@ -321,6 +321,21 @@ fn noise_section(md: &mut String, run: &RunData, a: &Analysis) {
             if let Some(c) = &file.command {
                 let _ = writeln!(md, "Command: `{}`  ", c.replace('`', "'"));
             }
+            if let Some(aa) = &file.aa {
+                // A floor from a failed A/A still bounds what is noise, but says the method
+                // cannot resolve the 5 % the check asks for on that machine.
+                let _ = writeln!(
+                    md,
+                    "Its A/A check: {} (|Δ p99| = {}, {}).  ",
+                    if aa.pass { "✅ PASS" } else { "❌ FAIL" },
+                    aa.p99_change.map_or("n/a".into(), pct_abs),
+                    if aa.p99_significant {
+                        "significant"
+                    } else {
+                        "not significant"
+                    }
+                );
+            }
             if let Some(sys) = &file.system {
                 let here = &run.info.system;
                 if sys.cpu_model != here.cpu_model || sys.cores != here.cores {
