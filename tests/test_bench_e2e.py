@@ -168,6 +168,8 @@ def test_bench_records_every_trial_interleaved(pipeline):
         seconds = [json.loads(x) for x in (d / "load.jsonl").read_text().splitlines()]
         assert seconds[-1]["type"] == "summary" and len(seconds) > 6
         assert not (pid_alive(trial["pid"])), "server stopped"
+        log = (d / "server.log").read_text()
+        assert "Traceback" not in log, "stopped by a SIGINT to its group, quietly: " + log
 
 
 def pid_alive(pid: int) -> bool:

@@ -52,7 +52,14 @@ def main() -> None:
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
     print(server.server_address[1], flush=True)
     sys.stdout.close()
-    server.serve_forever()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        # SIGINT to the app's process group (how `neurogc bench` stops a server) reaches us
+        # too: a stop request, not an error worth a traceback in the server's log.
+        pass
+    finally:
+        server.server_close()
 
 
 if __name__ == "__main__":
