@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use neurogc_stats::Comparison;
 
 use crate::aggregate::{bootstrap, mark, Analysis, Cell};
-use crate::format::{self, cell_text, delta, pct_abs, utc, value};
+use crate::format::{self, cell_text, delta, utc, value};
 use crate::markdown::load_text;
 use crate::metric::Metric;
 use crate::noise::Floors;
@@ -240,15 +240,9 @@ pub fn render(runs: &[Analysed], floors: Option<&Floors>) -> String {
         if let Some(aa) = &r.analysis.aa {
             let _ = writeln!(
                 md,
-                "`{}` is an A/A run: |Δ p99| = {}, {} — {}.",
+                "`{}` is an A/A run: {}.",
                 r.name,
-                aa.p99_change.map_or("n/a".into(), pct_abs),
-                if aa.p99_significant {
-                    "significant"
-                } else {
-                    "not significant"
-                },
-                if aa.pass() { "PASS" } else { "FAIL" }
+                aa.summary().verdict()
             );
         }
     }

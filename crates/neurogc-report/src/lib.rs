@@ -261,16 +261,7 @@ pub fn run(args: ReportArgs) -> Result<i32> {
             println!("{line}");
         }
         if let Some(aa) = &w.analysis.aa {
-            println!(
-                "A/A: |Δ p99| = {}, {} — {}",
-                aa.p99_change.map_or("n/a".into(), format::pct_abs),
-                if aa.p99_significant {
-                    "significant"
-                } else {
-                    "not significant"
-                },
-                if aa.pass() { "PASS" } else { "FAIL" }
-            );
+            println!("A/A: {}", aa.summary().verdict());
         }
         println!("report:   {}", w.readme.display());
         if let Some(path) = &args.write_noise_floor {

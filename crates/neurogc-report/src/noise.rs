@@ -76,6 +76,22 @@ pub struct AaSummary {
     pub pass: bool,
 }
 
+impl AaSummary {
+    /// One line for terminals and tables: `|Δ p99| = 36 %, significant — FAIL`.
+    pub fn verdict(&self) -> String {
+        format!(
+            "|Δ p99| = {}, {} — {}",
+            self.p99_change.map_or("n/a".into(), crate::format::pct_abs),
+            if self.p99_significant {
+                "significant"
+            } else {
+                "not significant"
+            },
+            if self.pass { "PASS" } else { "FAIL" }
+        )
+    }
+}
+
 /// A floor ready to use: per metric, plus where it came from.
 #[derive(Debug, Clone)]
 pub struct Floors {
