@@ -5,7 +5,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 
 use crate::client::Target;
-use crate::schedule::{Arrivals, Wait};
+use crate::schedule::{Arrivals, Turns, Wait};
 use crate::tasks::TaskSet;
 
 /// `neurogc load`: closed loop (`--users`) or open loop (`--rate`) against one or more hosts.
@@ -56,6 +56,12 @@ pub struct LoadArgs {
     #[arg(long, value_name = "N", default_value_t = 1000, requires = "rate")]
     pub max_in_flight: usize,
 
+    /// Open loop, several hosts: send each slice of this length to one host in turn (host 1, host
+    /// 2, …, host 1, …) instead of to all at once, so that hosts sharing a core take turns and
+    /// see the same machine. Every host then gets 1/N of the run's time and its statistics say so.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "rate")]
+    pub alternate: Option<Duration>,
+
     /// Open loop: a request dispatched later than this after its intended time counts as a late start.
     #[arg(long, value_name = "DURATION", default_value = "10ms", value_parser = parse_duration)]
     pub late_threshold: Duration,
@@ -100,6 +106,8 @@ pub enum Mode {
         arrivals: Arrivals,
         max_in_flight: usize,
         late_threshold: Duration,
+        /// Slice length when hosts take turns (`--alternate`).
+        alternate: Option<Duration>,
     },
 }
 
@@ -122,6 +130,20 @@ pub struct Config {
 const MAX_DURATION: Duration = Duration::from_secs(3600);
 
 impl Config {
+    /// Hosts taking turns, when `--alternate` asked for it.
+    pub fn turns(&self) -> Option<Turns> {
+        match self.mode {
+            Mode::Open {
+                alternate: Some(slice),
+                ..
+            } => Some(Turns {
+                slice,
+                hosts: self.targets.len(),
+            }),
+            _ => None,
+        }
+    }
+
     pub fn from_args(a: LoadArgs) -> Result<Config> {
         let targets = a
             .hosts
@@ -146,11 +168,20 @@ impl Config {
                 if a.max_in_flight == 0 {
                     bail!("--max-in-flight must be at least 1");
                 }
+                if let Some(slice) = a.alternate {
+                    if targets.len() < 2 {
+                        bail!("--alternate takes turns between hosts: give two --host or more");
+                    }
+                    if slice < Duration::from_millis(100) || slice > MAX_DURATION {
+                        bail!("--alternate {slice:?} must be between 100ms and 1h");
+                    }
+                }
                 Mode::Open {
                     rate,
                     arrivals: a.arrivals.unwrap_or(Arrivals::Uniform),
                     max_in_flight: a.max_in_flight,
                     late_threshold: a.late_threshold,
+                    alternate: a.alternate,
                 }
             }
             None => {
@@ -343,6 +374,8 @@ mod tests {
         let h = "--host";
         let u = "http://127.0.0.1:1";
         assert!(error(&[h, u, "--arrivals", "bursty", "--rate", "5"]).contains("bursty"));
+        assert!(error(&[h, u, "--rate", "5", "--alternate", "1s"]).contains("two --host"));
+        assert!(error(&[h, u, h, u, "--rate", "5", "--alternate", "1ms"]).contains("100ms"));
         assert!(error(&[h, u, "--rate", "0"]).contains("--rate 0"));
         assert!(error(&[h, u, "--rate", "5", "-u", "3"]).contains("--users"));
         assert!(error(&[h, u, "-u", "0"]).contains("--users 0"));

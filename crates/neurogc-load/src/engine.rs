@@ -164,10 +164,26 @@ fn summarize(
     interrupted: bool,
 ) -> Summary {
     let totals = stats.totals();
-    let rows = reporter.rows("total", &totals, duration, duration);
+    let mut rows = reporter.rows("total", &totals, duration, duration);
+    let turns = cfg.turns();
+    if let Some(t) = turns {
+        // A host that took turns was loaded for its slices only: its rates are over those.
+        let host_of = |url: &str| cfg.targets.iter().position(|x| x.url == url);
+        rows = rows
+            .into_iter()
+            .map(|r| match host_of(&r.host) {
+                Some(h) => {
+                    let loaded = t.loaded(h, duration).as_secs_f64();
+                    r.over(loaded)
+                }
+                None => r,
+            })
+            .collect();
+    }
     let all: Vec<_> = rows.iter().filter(|r| r.task == "all").collect();
     let sum = |f: fn(&crate::stats::Row) -> u64| all.iter().map(|r| f(r)).sum::<u64>();
     let requests = sum(|r| r.requests);
+    let achieved_rate = all.iter().map(|r| r.rps).sum::<f64>() / all.len().max(1) as f64;
     let (users, spawn_rate, wait, rate, arrivals, cap) = match &cfg.mode {
         Mode::Closed {
             users,
@@ -213,9 +229,8 @@ fn summarize(
         interrupted,
         requests,
         failures: sum(|r| r.failures),
-        achieved_rate: requests as f64
-            / duration.as_secs_f64().max(1e-9)
-            / cfg.targets.len() as f64,
+        achieved_rate,
+        alternate_s: turns.map(|t| t.slice.as_secs_f64()),
         late_starts: sum(|r| r.late_starts),
         dropped: sum(|r| r.dropped),
         rows,
@@ -299,7 +314,8 @@ const MIN_WAKE_GAP: Duration = Duration::from_micros(100);
 
 /// wrk2 semantics: request `i` is due at its intended time whatever happened before it; its
 /// latency is measured from that time, so a stalled server cannot slow the clock down
-/// (no coordinated omission). All hosts get the same intended times and tasks.
+/// (no coordinated omission). All hosts get the same intended times and tasks, or, with
+/// `--alternate`, each in its turn.
 async fn open_loop(shared: Rc<Shared>, start: Instant, deadline: Option<Instant>) {
     let Mode::Open {
         rate,
@@ -310,6 +326,7 @@ async fn open_loop(shared: Rc<Shared>, start: Instant, deadline: Option<Instant>
     else {
         return;
     };
+    let turns = shared.cfg.turns();
     let mut clock = ArrivalClock::new(rate, arrivals, Rng::derive(shared.cfg.seed, u64::MAX));
     let mut picks = Rng::derive(shared.cfg.seed, u64::MAX - 1);
     let sleeper = Sleeper::new();
@@ -327,8 +344,13 @@ async fn open_loop(shared: Rc<Shared>, start: Instant, deadline: Option<Instant>
         }
         let task = shared.cfg.tasks.pick(&mut picks);
         let late = Instant::now().saturating_duration_since(intended) > late_threshold;
-        for host in 0..shared.cfg.targets.len() {
-            dispatch(&shared, host, task, intended, late);
+        match turns {
+            Some(t) => dispatch(&shared, t.host_at(intended - start), task, intended, late),
+            None => {
+                for host in 0..shared.cfg.targets.len() {
+                    dispatch(&shared, host, task, intended, late);
+                }
+            }
         }
     }
     // Wait for what is still in flight.

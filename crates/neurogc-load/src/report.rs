@@ -36,6 +36,9 @@ pub struct Summary {
     pub failures: u64,
     /// Completed requests per second per host (mean over hosts).
     pub achieved_rate: f64,
+    /// `--alternate`: the slice length; each host's rates are then over its own slices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alternate_s: Option<f64>,
     pub late_starts: u64,
     pub dropped: u64,
     /// `"type": "total"` rows: every host × task, then the host's "all".
@@ -336,8 +339,13 @@ pub fn table(title: &str, rows: &[Row]) -> String {
 }
 
 fn summary_text(s: &Summary) -> String {
-    let what = match s.mode.as_str() {
-        "open" => format!(
+    let what = match (s.mode.as_str(), s.alternate_s) {
+        ("open", Some(slice)) => format!(
+            "open loop, {} req/s to one host at a time, turns of {slice} s ({} arrivals)",
+            s.target_rate.unwrap_or(0.0),
+            s.arrivals.as_deref().unwrap_or("uniform")
+        ),
+        ("open", None) => format!(
             "open loop, {} req/s per host ({} arrivals)",
             s.target_rate.unwrap_or(0.0),
             s.arrivals.as_deref().unwrap_or("uniform")

@@ -60,6 +60,32 @@ impl ArrivalClock {
     }
 }
 
+/// Hosts taking turns (`--alternate`): slice `k` of the run belongs to host `k mod hosts`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Turns {
+    pub slice: Duration,
+    pub hosts: usize,
+}
+
+impl Turns {
+    /// The host whose slice contains `offset` (time since the run started).
+    pub fn host_at(&self, offset: Duration) -> usize {
+        let k = offset.as_secs_f64() / self.slice.as_secs_f64();
+        (k as u64 % self.hosts as u64) as usize
+    }
+
+    /// How long `host` held the load during the first `elapsed` of the run.
+    pub fn loaded(&self, host: usize, elapsed: Duration) -> Duration {
+        let (slice, n) = (self.slice.as_secs_f64(), self.hosts as f64);
+        let cycle = slice * n;
+        let t = elapsed.as_secs_f64();
+        let whole = (t / cycle).floor();
+        // Within the unfinished cycle, this host's slice is [host·slice, (host+1)·slice).
+        let rest = t - whole * cycle - host as f64 * slice;
+        Duration::from_secs_f64(whole * slice + rest.clamp(0.0, slice))
+    }
+}
+
 /// Closed-loop think time between a user's tasks, uniform in [min, max] (Locust's `between`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Wait {
@@ -147,6 +173,25 @@ mod tests {
         );
         assert!(Wait::new(0.5, 0.1).is_err());
         assert!(Wait::new(-1.0, 0.1).is_err());
+    }
+
+    #[test]
+    fn turns_give_each_host_its_slices_and_count_them() {
+        let t = Turns {
+            slice: Duration::from_secs(2),
+            hosts: 2,
+        };
+        let at = |s: f64| t.host_at(Duration::from_secs_f64(s));
+        assert_eq!(
+            (at(0.0), at(1.99), at(2.0), at(3.9), at(4.0)),
+            (0, 0, 1, 1, 0)
+        );
+        let loaded = |h: usize, s: f64| t.loaded(h, Duration::from_secs_f64(s)).as_secs_f64();
+        assert_eq!((loaded(0, 60.0), loaded(1, 60.0)), (30.0, 30.0));
+        // 5 s: host 0 had [0,2) and [4,5), host 1 had [2,4).
+        assert!((loaded(0, 5.0) - 3.0).abs() < 1e-9);
+        assert!((loaded(1, 5.0) - 2.0).abs() < 1e-9);
+        assert_eq!(loaded(1, 1.0), 0.0);
     }
 
     #[test]

@@ -216,6 +216,17 @@ pub struct RowContext<'a> {
 }
 
 impl Row {
+    /// The same counts over a different length of time (a host's share of an alternating run).
+    pub fn over(mut self, interval_s: f64) -> Row {
+        self.interval_s = round3(interval_s);
+        self.rps = if interval_s > 0.0 {
+            round3(self.requests as f64 / interval_s)
+        } else {
+            0.0
+        };
+        self
+    }
+
     pub fn new(ctx: &RowContext, s: &Snapshot) -> Row {
         let w = &s.window;
         let h = &w.hist;

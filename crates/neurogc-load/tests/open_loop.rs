@@ -64,6 +64,52 @@ fn achieved_rate_is_within_one_percent_on_every_host_with_the_same_schedule() {
 }
 
 #[test]
+fn alternate_sends_each_slice_to_one_host_in_turn() {
+    let a = Server::start(Behavior::default());
+    let b = Server::start(Behavior::default());
+    let out = run_load(&format!(
+        "--host {} --host {} --rate 200 --run-time 4s --alternate 1s",
+        a.url, b.url
+    ));
+    let s = &out.summary;
+    assert_eq!(s.alternate_s, Some(1.0));
+    assert_eq!((s.failures, s.dropped), (0, 0));
+    for server in [&a, &b] {
+        // Two of the four seconds each: ~400 requests, and the rate is over those two seconds.
+        let all = out.total(&server.url, "all");
+        assert!(
+            (all.requests as f64 - 400.0).abs() <= 4.0,
+            "{}",
+            all.requests
+        );
+        assert!(
+            (all.rps - 200.0).abs() <= 2.0,
+            "{}: {}",
+            server.url,
+            all.rps
+        );
+        assert!((all.interval_s - 2.0).abs() < 0.01, "{}", all.interval_s);
+    }
+    assert!(
+        (s.achieved_rate - 200.0).abs() <= 2.0,
+        "{}",
+        s.achieved_rate
+    );
+    // The per-second stream: a has seconds 1 and 3, b seconds 2 and 4 (the rows are 1 s apart,
+    // aligned with the slices, so each row is one host's or empty).
+    let per_second = |url: &str| -> Vec<u64> {
+        out.seconds
+            .iter()
+            .filter(|r| r.host == url && r.task == "all")
+            .map(|r| r.requests)
+            .collect()
+    };
+    let (sa, sb) = (per_second(&a.url), per_second(&b.url));
+    assert!(sa[0] >= 195 && sa[1] <= 5 && sa[2] >= 195, "{sa:?}");
+    assert!(sb[0] <= 5 && sb[1] >= 195 && sb[2] <= 5, "{sb:?}");
+}
+
+#[test]
 fn open_loop_p99_sees_a_200ms_stall_every_2s_that_closed_loop_hides() {
     let server = Server::start(Behavior {
         stall: Some((Duration::from_secs(2), Duration::from_millis(200))),
