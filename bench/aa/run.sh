@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The method's own noise: the same policy against itself (A/A), 5 repetitions interleaved, at 60 %
-# of the sustainable rate, exactly as `neurogc bench` runs any comparison. The report of the run
+# The method's own noise: the same policy against itself (A/A), 5 repetitions, at 60 % of the
+# sustainable rate, both servers up on one pinned core and the load switched between them every
+# 2 s (--mode alternating), so both see the same minutes of this machine's drifting speed. The report of the run
 # must show no significant difference and |Δp99| under 5 %; its measured spread becomes the noise
 # floor every other report prints (bench/aa/noise-floor.json).
 # The raw measurements stay local (bench/aa/.gitignore); the report and per-trial summaries are committed.
@@ -8,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 NEUROGC=${NEUROGC:-target/release/neurogc}
 rm -rf bench/aa/run.tmp && mkdir -p bench/aa/run.tmp
-"$NEUROGC" bench --app demo --policy default --policy default --repeat 5 --rate auto \
+"$NEUROGC" bench --app demo --policy default --policy default --mode alternating --repeat 5 --rate auto \
   --warmup 10s --duration 60s --name aa --runs-dir bench/aa/run.tmp --no-dashboard --no-report "$@"
 run=$(ls -d bench/aa/run.tmp/*-aa)
 rm -rf bench/aa/run && mv "$run" bench/aa/run && rm -rf bench/aa/run.tmp

@@ -21,6 +21,9 @@ pub enum Mode {
     Sequential,
     /// All policies' servers at once under one load generator (the seed's method).
     SideBySide,
+    /// All policies' servers up at once, pinned to the same CPU, the load switched between them
+    /// every --slice: each sees the same machine minutes, so its drift cancels out.
+    Alternating,
 }
 
 impl Mode {
@@ -28,6 +31,7 @@ impl Mode {
         match self {
             Mode::Sequential => "sequential",
             Mode::SideBySide => "side-by-side",
+            Mode::Alternating => "alternating",
         }
     }
 }
@@ -59,6 +63,9 @@ pub struct BenchArgs {
     /// With --rate auto: the length of each probe.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
     pub probe_time: Duration,
+    /// With --mode alternating: how long each server has the load before the next takes over.
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
+    pub slice: Duration,
     /// Do not pin the server and the load generator to separate CPUs.
     #[arg(long)]
     pub no_pin: bool,
@@ -102,6 +109,18 @@ fn check(args: &BenchArgs) -> Result<Checked> {
         bail!("--rate-start {} must be above 0", args.rate_start);
     }
     let plan = args.load.plan(None)?;
+    if args.mode == Mode::Alternating {
+        if matches!(&plan, LoadPlan::Fixed(Shape::Closed { .. })) {
+            bail!("--mode alternating switches an open-loop load between servers: give --rate RPS or --rate auto, not --users");
+        }
+        if args.slice < Duration::from_millis(100) || args.slice > args.duration {
+            bail!(
+                "--slice {:?} must be at least 100ms and at most --duration ({:?})",
+                args.slice,
+                args.duration
+            );
+        }
+    }
     Ok(Checked { policies, plan })
 }
 
@@ -114,7 +133,7 @@ pub fn execute(args: &BenchArgs, command: Vec<String>, dashboard: Dashboard) -> 
         app: &args.app,
         load: &args.load,
         output: &args.output,
-        pin: !args.no_pin && args.mode == Mode::Sequential,
+        pin: !args.no_pin && args.mode != Mode::SideBySide,
         mode: args.mode.name(),
         repeat: args.repeat,
         warmup: args.warmup,
@@ -122,6 +141,9 @@ pub fn execute(args: &BenchArgs, command: Vec<String>, dashboard: Dashboard) -> 
         policies: &policies,
     };
     let mut session = Session::open(&spec, command, dashboard)?;
+    if args.mode == Mode::Alternating {
+        session.alternate = Some(args.slice);
+    }
     let result = run_trials(args, &mut session, &policies, plan);
     session.finish(&result)?;
     let run_dir = session.run.path.clone();
@@ -150,12 +172,12 @@ fn run_trials(
         LoadPlan::Fixed(shape) => {
             let mut load = shape.describe();
             load["rate_source"] = "fixed".into();
-            session.set_load(load)?;
+            session.set_load(with_turns(load, args))?;
             shape
         }
         LoadPlan::AutoRate => {
             if args.mode == Mode::SideBySide {
-                bail!("--rate auto probes one server at a time: use it with --mode sequential, or give --rate RPS");
+                bail!("--rate auto probes one server at a time: use it with --mode sequential or alternating, or give --rate RPS");
             }
             let found = rate::search(
                 session,
@@ -183,19 +205,22 @@ fn run_trials(
                 "fraction": args.rate_fraction,
                 "limited_by": found.limited_by,
             });
-            session.set_load(load)?;
+            session.set_load(with_turns(load, args))?;
             shape
         }
     };
-    let total = match args.mode {
-        Mode::Sequential => args.repeat * policies.len(),
-        Mode::SideBySide => args.repeat,
+    let together = args.mode != Mode::Sequential;
+    let total = if together {
+        args.repeat
+    } else {
+        args.repeat * policies.len()
     };
     let mut n = 0;
     for rep in 1..=args.repeat {
-        let groups: Vec<Vec<&Policy>> = match args.mode {
-            Mode::Sequential => policies.iter().map(|p| vec![p]).collect(),
-            Mode::SideBySide => vec![policies.iter().collect()],
+        let groups: Vec<Vec<&Policy>> = if together {
+            vec![policies.iter().collect()]
+        } else {
+            policies.iter().map(|p| vec![p]).collect()
         };
         for group in groups {
             n += 1;
@@ -209,4 +234,12 @@ fn run_trials(
         }
     }
     Ok(Outcome::Complete)
+}
+
+/// The load as run.json records it: with the slice length when servers take turns.
+fn with_turns(mut load: serde_json::Value, args: &BenchArgs) -> serde_json::Value {
+    if args.mode == Mode::Alternating {
+        load["alternate_s"] = args.slice.as_secs_f64().into();
+    }
+    load
 }

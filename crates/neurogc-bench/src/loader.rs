@@ -53,6 +53,8 @@ pub struct LoadRun<'a> {
     pub log: &'a Path,
     pub cpus: &'a [usize],
     pub seed: u64,
+    /// Hosts take turns in slices of this length (`neurogc load --alternate`).
+    pub alternate: Option<Duration>,
 }
 
 pub fn spawn(run: &LoadRun<'_>) -> Result<Group> {
@@ -88,6 +90,9 @@ pub fn spawn(run: &LoadRun<'_>) -> Result<Group> {
         }
         Shape::Open { rate } => {
             c.args(["--rate", &rate.to_string()]);
+            if let Some(slice) = run.alternate.filter(|_| run.hosts.len() > 1) {
+                c.args(["--alternate", &format!("{}ms", slice.as_millis())]);
+            }
         }
     }
     proc::spawn_group(c, "neurogc load", Some(run.log), run.cpus)

@@ -41,7 +41,11 @@ impl Progress {
             if let Ok(row) = serde_json::from_str::<Row>(&line) {
                 if row.kind == "second" && row.task == "all" {
                     self.requests += row.requests;
-                    self.last = Some(row);
+                    // Servers taking turns: the loaded one's row of a second, not the idle one's.
+                    let newer = self.last.as_ref().is_none_or(|l| l.t != row.t);
+                    if newer || row.requests > 0 {
+                        self.last = Some(row);
+                    }
                 }
             }
         }

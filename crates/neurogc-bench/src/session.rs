@@ -96,6 +96,9 @@ pub struct Session {
     /// CPUs for the server and for the load generator when trials run one at a time.
     pub server_cpus: Vec<usize>,
     pub load_cpus: Vec<usize>,
+    /// Servers run together take turns under the load in slices of this length, on the
+    /// server CPU (`--mode alternating`); without it they are loaded at once, unpinned.
+    pub alternate: Option<Duration>,
     pub dashboard: Dashboard,
 }
 
@@ -189,6 +192,7 @@ impl Session {
             seed: spec.load.seed,
             server_cpus,
             load_cpus,
+            alternate: None,
             dashboard,
         })
     }
@@ -252,6 +256,7 @@ impl Session {
             log,
             cpus,
             seed: self.seed,
+            alternate: self.alternate,
         })?;
         let mut progress = progress.map(|p| Progress::new(p, duration.as_secs_f64(), json_out));
         let result = loader::wait(group, log, || {
@@ -267,6 +272,8 @@ impl Session {
 
     /// Runs `policies` (repetition `repetition`) at the same time under one load generator:
     /// start, warm up, measure, stop. One policy = a sequential trial, pinned if the session pins.
+    /// Taking turns ([`Session::alternate`]), each server gets `warmup` and `duration` of load,
+    /// so the trial lasts N times as long; the first to be loaded rotates with the repetition.
     pub fn run_together(
         &mut self,
         policies: &[&Policy],
@@ -277,7 +284,7 @@ impl Session {
         progress: &str,
     ) -> Result<Outcome> {
         let alone = policies.len() == 1;
-        let (server_cpus, load_cpus) = if alone {
+        let (server_cpus, load_cpus) = if alone || self.alternate.is_some() {
             (self.server_cpus.clone(), self.load_cpus.clone())
         } else {
             (Vec::new(), Vec::new())
@@ -309,6 +316,7 @@ impl Session {
         }
         let result = self.measure(
             policies,
+            repetition,
             &mut running,
             shape,
             warmup,
@@ -359,6 +367,7 @@ impl Session {
     fn measure(
         &mut self,
         policies: &[&Policy],
+        repetition: usize,
         running: &mut [Running],
         shape: &Shape,
         warmup: Duration,
@@ -383,10 +392,19 @@ impl Session {
             self.dashboard.watch(&p.label, &r.trial.samples());
             r.server = Some(server);
         }
-        let hosts: Vec<String> = running
+        let mut hosts: Vec<String> = running
             .iter()
             .filter_map(|r| r.server.as_ref().map(Server::url))
             .collect();
+        let turns = match self.alternate {
+            Some(_) if hosts.len() > 1 => {
+                let n = hosts.len();
+                hosts.rotate_left((repetition - 1) % n);
+                n as u32
+            }
+            _ => 1,
+        };
+        let (warmup, duration) = (warmup * turns, duration * turns);
         let first = running[0].trial.dir.clone();
         if !warmup.is_zero() {
             let out = first.join(".warmup.jsonl");

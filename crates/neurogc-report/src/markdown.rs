@@ -499,6 +499,15 @@ pub fn load_text(load: &Value) -> String {
                     s.push_str(" (rate auto)");
                 }
             }
+            if let Some(slice) = get_f64(load, "alternate_s") {
+                let _ = write!(
+                    s,
+                    "; the servers took turns under it, {} each, so each was loaded for \
+                     its share of the trial: latency and RPS are over its turns, while CPU, \
+                     memory, disk and network averages span the whole trial, idle turns included",
+                    seconds(slice)
+                );
+            }
             s
         }
         _ if load.is_null() => "not recorded".into(),

@@ -254,7 +254,15 @@ fn latency(m: &mut TrialMetrics, t: &TrialData) {
             .cloned()
     });
     let (requests, failures, seconds) = match (&t.load_summary, &total) {
-        (Some(s), Some(row)) => (row.requests, row.failures, s.duration_s),
+        // The row's interval is the host's loaded time (less than the run's when hosts took turns).
+        (Some(s), Some(row)) => {
+            let loaded = if row.interval_s > 0.0 {
+                row.interval_s
+            } else {
+                s.duration_s
+            };
+            (row.requests, row.failures, loaded)
+        }
         (Some(s), None) => (s.requests, s.failures, s.duration_s),
         _ if !t.load_rows.is_empty() => (
             t.load_rows.iter().map(|r| r.requests).sum(),
