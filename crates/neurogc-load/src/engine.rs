@@ -328,7 +328,10 @@ async fn open_loop(shared: Rc<Shared>, start: Instant, deadline: Option<Instant>
     };
     let turns = shared.cfg.turns();
     let mut clock = ArrivalClock::new(rate, arrivals, Rng::derive(shared.cfg.seed, u64::MAX));
-    let mut picks = Rng::derive(shared.cfg.seed, u64::MAX - 1);
+    let picks_of_round =
+        |round: u64| Rng::derive(shared.cfg.seed.wrapping_add(round), u64::MAX - 1);
+    let mut picks = picks_of_round(0);
+    let mut current_slice = 0;
     let sleeper = Sleeper::new();
     let mut last_wake = start;
     loop {
@@ -341,6 +344,15 @@ async fn open_loop(shared: Rc<Shared>, start: Instant, deadline: Option<Instant>
                 .sleep_until(intended.max(last_wake + MIN_WAKE_GAP))
                 .await;
             last_wake = Instant::now();
+        }
+        if let Some(t) = turns {
+            // Every host's slice of a round replays the same task sequence: hosts taking turns
+            // get the same requests, as hosts loaded at once do.
+            let slice = t.slice_at(intended - start);
+            if slice != current_slice {
+                current_slice = slice;
+                picks = picks_of_round(slice / t.hosts as u64);
+            }
         }
         let task = shared.cfg.tasks.pick(&mut picks);
         let late = Instant::now().saturating_duration_since(intended) > late_threshold;

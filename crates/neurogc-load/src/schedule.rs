@@ -68,10 +68,14 @@ pub struct Turns {
 }
 
 impl Turns {
-    /// The host whose slice contains `offset` (time since the run started).
+    /// Which slice of the run `offset` (time since the run started) falls in.
+    pub fn slice_at(&self, offset: Duration) -> u64 {
+        (offset.as_secs_f64() / self.slice.as_secs_f64()) as u64
+    }
+
+    /// The host whose slice contains `offset`.
     pub fn host_at(&self, offset: Duration) -> usize {
-        let k = offset.as_secs_f64() / self.slice.as_secs_f64();
-        (k as u64 % self.hosts as u64) as usize
+        (self.slice_at(offset) % self.hosts as u64) as usize
     }
 
     /// How long `host` held the load during the first `elapsed` of the run.
