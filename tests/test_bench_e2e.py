@@ -229,6 +229,42 @@ def test_side_by_side_splits_the_load_per_server(tmp_path):
         assert (run / ref["dir"] / "latency.hlog").exists()
 
 
+def test_alternating_gives_each_server_its_turns_on_one_core(tmp_path):
+    runs = tmp_path / "runs"
+    out = neurogc(
+        "bench", "--policy", "default", "--policy", "default", "--mode", "alternating",
+        "--slice", "1s", "--repeat", "2", "--rate", "20", "--duration", "4s", "--warmup", "1s",
+        "--runs-dir", str(runs), "--no-dashboard",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    run = only_run(runs)
+    info = json.loads((run / "run.json").read_text())
+    assert info["mode"] == "alternating" and info["load"]["alternate_s"] == 1.0
+    if info["pinning"]:  # both servers on the same CPU, the load generator on another
+        assert len(info["pinning"]["server_cpus"]) == 1
+        assert info["pinning"]["server_cpus"] != info["pinning"]["load_cpus"]
+    first_loaded = {}
+    for ref in info["trials"]:
+        trial = json.loads((run / ref["dir"] / "trial.json").read_text())
+        assert trial["status"] == "complete"
+        # Each server had 4 s of load in 1-s turns: the trial's window is twice that.
+        assert 7.5 < trial["measure_end"] - trial["measure_start"] < 10
+        rows = [json.loads(x) for x in (run / ref["dir"] / "load.jsonl").read_text().splitlines()]
+        summary = rows[-1]
+        assert summary["type"] == "summary" and summary["alternate_s"] == 1.0
+        assert 76 <= summary["requests"] <= 84, summary["requests"]
+        assert summary["achieved_rate"] == pytest.approx(20, rel=0.05)
+        seconds = [r["requests"] for r in rows if r["type"] == "second" and r["task"] == "all"]
+        assert sum(1 for n in seconds if n == 0) >= 3, seconds  # its idle turns
+        first_loaded.setdefault(trial["repetition"], {})[ref["label"]] = seconds[0] > 0
+    # Who goes first rotates with the repetition.
+    assert first_loaded[1] != first_loaded[2], first_loaded
+    # The report's RPS is over each server's turns, not halved by the idle ones.
+    rps = table_row((run / "README.md").read_text(), "Avg RPS")
+    assert float(rps[3].split()[0]) == pytest.approx(20, rel=0.05), rps
+    assert "took turns" in (run / "README.md").read_text()
+
+
 def test_rate_auto_finds_a_sustainable_rate_and_runs_below_it(tmp_path):
     runs = tmp_path / "runs"
     out = neurogc(
@@ -359,10 +395,11 @@ def test_interrupted_bench_stops_everything_and_keeps_what_it_measured(tmp_path)
         (["--policy", "default", "--cmd", "exit 3 # {port}"], "exited"),
         (["--policy", "default", "--cmd", "uvicorn app:app"], "{port}"),
         (["--policy", "default", "--rate", "fast"], "--rate"),
+        (["--policy", "default", "--mode", "alternating", "--users", "3"], "--mode alternating"),
     ],
 )
 def test_bad_input_is_a_clear_error_within_seconds(tmp_path, args, message):
-    rate = [] if "--rate" in args else ["--rate", "5"]
+    rate = [] if {"--rate", "--users"} & set(args) else ["--rate", "5"]
     started = time.monotonic()
     out = neurogc(
         "bench", *args, *rate, "--duration", "2s", "--runs-dir", str(tmp_path), "--no-dashboard",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import shutil
 import struct
 import subprocess
@@ -15,7 +16,10 @@ import pytest
 import neurogc
 from conftest import REPO, wait_for
 
-SEED_DATA = REPO.parent / "shared" / "data" / "seed-neurogc"
+# The seed's published datasets: $NEUROGC_SEED_DATA, else shared/ beside the repository.
+SEED_DATA = Path(
+    os.environ.get("NEUROGC_SEED_DATA", REPO.parent / "shared" / "data" / "seed-neurogc")
+)
 
 
 def neurogc_cli(*args: str) -> subprocess.CompletedProcess:

@@ -150,7 +150,9 @@ pub fn run(args: DemoArgs, report: crate::Reporter) -> Result<i32> {
         bail!("training failed ({status})");
     }
 
-    eprintln!("== 3/3 bench: without and with the model, one at a time, below saturation");
+    eprintln!(
+        "== 3/3 bench: without and with the model, taking turns on one core, below saturation"
+    );
     let policy = format!("neurogc-seed:{}", model.display());
     let mut bench_argv: Vec<String> = [
         "--name",
@@ -161,6 +163,8 @@ pub fn run(args: DemoArgs, report: crate::Reporter) -> Result<i32> {
         "default",
         "--policy",
         &policy,
+        "--mode",
+        "alternating",
         "--repeat",
         &args.repeat.to_string(),
         "--rate",

@@ -287,7 +287,7 @@ fn legend(md: &mut String, a: &Analysis, collect: bool) {
     let _ = writeln!(
         md,
         "- Latency percentiles come from the load generator's HDR histograms merged over the \
-         measured window (µs, shown in ms); Avg RPS = requests / measured seconds (load.jsonl); \
+         measured window (µs, shown in ms); Avg RPS = requests / seconds under load (load.jsonl; less than the window when servers took turns); \
          resource averages from the agent's samples in the window; GC counts and pauses from \
          gc-events.csv; GC share of CPU = total pause / process CPU time (Σ cpu% × interval).\n"
     );

@@ -162,11 +162,20 @@ pub async fn ws_hello_and_history(ws: &mut Ws) -> (Value, Vec<Value>) {
     }
 }
 
-/// The seed's published datasets (shared/ sits beside the repository).
+/// The seed's published datasets: `$NEUROGC_SEED_DATA`, else `shared/` beside the repository.
 pub fn seed_data(file: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data/seed-neurogc")
-        .join(file)
+    let dir = std::env::var_os("NEUROGC_SEED_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/seed-neurogc")
+        });
+    let path = dir.join(file);
+    assert!(
+        path.exists(),
+        "seed data missing at {} (put shared/ beside the repository or set NEUROGC_SEED_DATA)",
+        path.display()
+    );
+    path
 }
 
 pub fn sample(server: &str, time: f64) -> String {

@@ -9,7 +9,9 @@ const {
   ARTIFACTS, REPO, agentSample, freePort, launchBrowser, post, startDashboard, waitFor,
 } = require('./helpers');
 
-const SEED_CSV = path.join(REPO, '..', 'shared', 'data', 'seed-neurogc', 'benchmark_lstm_09-02-2026-09-50.csv');
+// The seed's published datasets: $NEUROGC_SEED_DATA, else shared/ beside the repository.
+const SEED_DIR = process.env.NEUROGC_SEED_DATA || path.join(REPO, '..', 'shared', 'data', 'seed-neurogc');
+const SEED_CSV = path.join(SEED_DIR, 'benchmark_lstm_09-02-2026-09-50.csv');
 
 fs.mkdirSync(ARTIFACTS, { recursive: true });
 

@@ -1,21 +1,24 @@
 //! Shared helpers for the trainer's integration tests.
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use neurogc_model::Architecture;
 use neurogc_train::dataset::{load_csv, Series};
 use neurogc_train::train::{train, TrainConfig, TrainReport};
 use neurogc_train::windows::SeedTarget;
 
-/// The seed's published data sets, kept beside the repository (`../shared`).
+/// The seed's published datasets: `$NEUROGC_SEED_DATA`, else `shared/` beside the repository.
 pub fn seed_data(file: &str) -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data/seed-neurogc")
-        .join(file);
+    let dir = std::env::var_os("NEUROGC_SEED_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/seed-neurogc")
+        });
+    let path = dir.join(file);
     assert!(
         path.exists(),
-        "seed data missing at {} (shared/ must sit beside the repository)",
+        "seed data missing at {} (put shared/ beside the repository or set NEUROGC_SEED_DATA)",
         path.display()
     );
     path
