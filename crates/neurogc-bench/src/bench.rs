@@ -135,15 +135,13 @@ pub fn execute(args: &BenchArgs, command: Vec<String>, dashboard: Dashboard) -> 
         output: &args.output,
         pin: !args.no_pin && args.mode != Mode::SideBySide,
         mode: args.mode.name(),
+        alternate: (args.mode == Mode::Alternating).then_some(args.slice),
         repeat: args.repeat,
         warmup: args.warmup,
         duration: args.duration,
         policies: &policies,
     };
     let mut session = Session::open(&spec, command, dashboard)?;
-    if args.mode == Mode::Alternating {
-        session.alternate = Some(args.slice);
-    }
     let result = run_trials(args, &mut session, &policies, plan);
     session.finish(&result)?;
     let run_dir = session.run.path.clone();
@@ -172,7 +170,7 @@ fn run_trials(
         LoadPlan::Fixed(shape) => {
             let mut load = shape.describe();
             load["rate_source"] = "fixed".into();
-            session.set_load(with_turns(load, args))?;
+            session.set_load(load)?;
             shape
         }
         LoadPlan::AutoRate => {
@@ -205,7 +203,7 @@ fn run_trials(
                 "fraction": args.rate_fraction,
                 "limited_by": found.limited_by,
             });
-            session.set_load(with_turns(load, args))?;
+            session.set_load(load)?;
             shape
         }
     };
@@ -234,12 +232,4 @@ fn run_trials(
         }
     }
     Ok(Outcome::Complete)
-}
-
-/// The load as run.json records it: with the slice length when servers take turns.
-fn with_turns(mut load: serde_json::Value, args: &BenchArgs) -> serde_json::Value {
-    if args.mode == Mode::Alternating {
-        load["alternate_s"] = args.slice.as_secs_f64().into();
-    }
-    load
 }

@@ -80,6 +80,7 @@ pub fn execute(
         output: &args.output,
         pin: !args.no_pin,
         mode: "sequential",
+        alternate: None,
         repeat: 1,
         warmup: args.warmup,
         duration: args.run_time,

@@ -93,7 +93,7 @@ pub struct Session {
     pub tasks: Option<PathBuf>,
     pub request_timeout: Duration,
     pub seed: u64,
-    /// CPUs for the server and for the load generator when trials run one at a time.
+    /// CPUs for the server(s) and for the load generator when trials run one at a time or take turns.
     pub server_cpus: Vec<usize>,
     pub load_cpus: Vec<usize>,
     /// Servers run together take turns under the load in slices of this length, on the
@@ -111,6 +111,8 @@ pub struct RunSpec<'a> {
     pub output: &'a OutputArgs,
     pub pin: bool,
     pub mode: &'a str,
+    /// Servers run together take turns under the load, slices this long (`--mode alternating`).
+    pub alternate: Option<Duration>,
     pub repeat: usize,
     pub warmup: Duration,
     pub duration: Duration,
@@ -192,13 +194,16 @@ impl Session {
             seed: spec.load.seed,
             server_cpus,
             load_cpus,
-            alternate: None,
+            alternate: spec.alternate,
             dashboard,
         })
     }
 
-    /// Records the load in run.json.
-    pub fn set_load(&mut self, load: serde_json::Value) -> Result<()> {
+    /// Records the load in run.json, with the slice length when servers take turns.
+    pub fn set_load(&mut self, mut load: serde_json::Value) -> Result<()> {
+        if let Some(slice) = self.alternate {
+            load["alternate_s"] = slice.as_secs_f64().into();
+        }
         self.run.info.load = load;
         self.run.save()
     }

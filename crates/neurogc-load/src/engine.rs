@@ -168,16 +168,10 @@ fn summarize(
     let turns = cfg.turns();
     if let Some(t) = turns {
         // A host that took turns was loaded for its slices only: its rates are over those.
-        let host_of = |url: &str| cfg.targets.iter().position(|x| x.url == url);
         rows = rows
             .into_iter()
-            .map(|r| match host_of(&r.host) {
-                Some(h) => {
-                    let loaded = t.loaded(h, duration).as_secs_f64();
-                    r.over(loaded)
-                }
-                None => r,
-            })
+            .zip(&totals)
+            .map(|(r, s)| r.over(t.loaded(s.host, duration).as_secs_f64()))
             .collect();
     }
     let all: Vec<_> = rows.iter().filter(|r| r.task == "all").collect();
