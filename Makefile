@@ -17,19 +17,12 @@ WEB := crates/neurogc-dashboard/web
 NPM_STAMP := $(WEB)/node_modules/.package-lock.json
 WEB_SOURCES := $(shell find $(WEB)/src -type f 2>/dev/null)
 
-# The seed's published datasets, which the tests read as they are: shared/ beside the repository,
-# or, for a clone of a local checkout, beside the checkout it was cloned from; point
-# NEUROGC_SEED_DATA elsewhere if yours is in neither place.
-SEED_REL := shared/data/seed-neurogc
-ORIGIN_DIR := $(shell git config --get remote.origin.url 2>/dev/null | grep '^/')
-export NEUROGC_SEED_DATA ?= $(firstword $(wildcard $(abspath $(CURDIR)/../$(SEED_REL)) $(if $(ORIGIN_DIR),$(abspath $(ORIGIN_DIR)/../$(SEED_REL)))) $(abspath $(CURDIR)/../$(SEED_REL)))
-SEED_FILES := training_data.csv more_training_data.csv benchmark_lstm_09-02-2026-09-50.csv benchmark_lstm_31-01-2026-20-15.csv
-
 RUST_SOURCES := $(shell find crates -name '*.rs' -o -name Cargo.toml 2>/dev/null) Cargo.toml Cargo.lock
 PY_SOURCES := $(shell find python -name '*.py' 2>/dev/null) pyproject.toml
 WHEEL_STAMP := target/wheels/.built
 
-.PHONY: seed-data setup demo test test-rust test-python test-python-versions test-web lint fmt bench bench-load bench-models clean system-packages
+
+.PHONY: setup demo test test-matrix test-rust test-python test-python-versions test-web lint fmt bench bench-load bench-models clean system-packages
 
 setup: system-packages $(NPM_STAMP) $(VENV)/.deps $(VENV)/.neurogc $(VENV)/bin/neurogc
 
@@ -71,14 +64,11 @@ $(VENV)/bin/neurogc: target/release/neurogc $(VENV)/.deps
 demo: setup
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/neurogc demo
 
-test: seed-data setup lint test-rust test-python test-python-versions test-web
+# The README's test command: lint, Rust, Python 3.11 end to end, the dashboard in Chromium.
+test: setup lint test-rust test-python test-web
 
-# Fails at once, and says what to do, rather than in a dozen tests later.
-seed-data:
-	@for f in $(SEED_FILES); do test -f "$(NEUROGC_SEED_DATA)/$$f" || { \
-	  echo "the tests need the seed's datasets: $(NEUROGC_SEED_DATA)/$$f is missing." >&2; \
-	  echo "Put the repository beside shared/ (../$(SEED_REL)) or set NEUROGC_SEED_DATA=DIR." >&2; \
-	  exit 2; }; done
+# What CI runs after `make test`: the same Python suite on the other interpreters.
+test-matrix: test-python-versions
 
 lint: setup
 	$(CARGO) fmt --all -- --check

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import shutil
 import struct
 import subprocess
@@ -16,10 +15,8 @@ import pytest
 import neurogc
 from conftest import REPO, wait_for
 
-# The seed's published datasets: $NEUROGC_SEED_DATA, else shared/ beside the repository.
-SEED_DATA = Path(
-    os.environ.get("NEUROGC_SEED_DATA", REPO.parent / "shared" / "data" / "seed-neurogc")
-)
+# The seed's published datasets, committed in the repository.
+SEED_DATA = REPO / "data" / "seed-neurogc"
 
 
 def neurogc_cli(*args: str) -> subprocess.CompletedProcess:

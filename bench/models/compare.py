@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-DATA = [REPO.parent / "shared/data/seed-neurogc/training_data.csv",
-        REPO.parent / "shared/data/seed-neurogc/more_training_data.csv"]  # fmt: skip
+DATA = [REPO / "data/seed-neurogc/training_data.csv",
+        REPO / "data/seed-neurogc/more_training_data.csv"]  # fmt: skip
 NEUROGC = REPO / "target/release/neurogc"
 LATENCY = REPO / "target/release/examples/inference_latency"
 LSTM_FLOOR_US = 50.0

@@ -16,7 +16,7 @@ import torch
 from seed_models import LSTMNetwork, load_rows, windows
 
 REPO = Path(__file__).resolve().parents[2]
-DATA = REPO.parent / "shared" / "data" / "seed-neurogc" / "training_data.csv"
+DATA = REPO / "data" / "seed-neurogc" / "training_data.csv"
 OUT = REPO / "crates" / "neurogc-train" / "tests" / "fixtures"
 
 

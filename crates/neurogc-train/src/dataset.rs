@@ -194,11 +194,7 @@ mod tests {
 
     #[test]
     fn reads_the_seeds_own_datasets() {
-        let dir = std::env::var_os("NEUROGC_SEED_DATA")
-            .map(std::path::PathBuf::from)
-            .unwrap_or_else(|| {
-                Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/seed-neurogc")
-            });
+        let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/seed-neurogc"));
         for (file, rows) in [("training_data.csv", 57), ("more_training_data.csv", 191)] {
             let s = load_csv(&dir.join(file)).unwrap();
             assert_eq!(s.rows.len(), rows, "{file}");

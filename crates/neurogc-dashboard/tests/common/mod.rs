@@ -162,20 +162,9 @@ pub async fn ws_hello_and_history(ws: &mut Ws) -> (Value, Vec<Value>) {
     }
 }
 
-/// The seed's published datasets: `$NEUROGC_SEED_DATA`, else `shared/` beside the repository.
+/// The seed's published datasets, committed under `data/seed-neurogc/`.
 pub fn seed_data(file: &str) -> PathBuf {
-    let dir = std::env::var_os("NEUROGC_SEED_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/seed-neurogc")
-        });
-    let path = dir.join(file);
-    assert!(
-        path.exists(),
-        "seed data missing at {} (put shared/ beside the repository or set NEUROGC_SEED_DATA)",
-        path.display()
-    );
-    path
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/seed-neurogc")).join(file)
 }
 
 pub fn sample(server: &str, time: f64) -> String {

@@ -9,8 +9,8 @@ const {
   ARTIFACTS, REPO, agentSample, freePort, launchBrowser, post, startDashboard, waitFor,
 } = require('./helpers');
 
-// The seed's published datasets: $NEUROGC_SEED_DATA, else shared/ beside the repository.
-const SEED_DIR = process.env.NEUROGC_SEED_DATA || path.join(REPO, '..', 'shared', 'data', 'seed-neurogc');
+// The seed's published datasets, committed in the repository.
+const SEED_DIR = path.join(REPO, 'data', 'seed-neurogc');
 const SEED_CSV = path.join(SEED_DIR, 'benchmark_lstm_09-02-2026-09-50.csv');
 
 fs.mkdirSync(ARTIFACTS, { recursive: true });

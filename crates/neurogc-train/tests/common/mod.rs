@@ -8,20 +8,9 @@ use neurogc_train::dataset::{load_csv, Series};
 use neurogc_train::train::{train, TrainConfig, TrainReport};
 use neurogc_train::windows::SeedTarget;
 
-/// The seed's published datasets: `$NEUROGC_SEED_DATA`, else `shared/` beside the repository.
+/// The seed's published datasets, committed under `data/seed-neurogc/`.
 pub fn seed_data(file: &str) -> PathBuf {
-    let dir = std::env::var_os("NEUROGC_SEED_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/seed-neurogc")
-        });
-    let path = dir.join(file);
-    assert!(
-        path.exists(),
-        "seed data missing at {} (put shared/ beside the repository or set NEUROGC_SEED_DATA)",
-        path.display()
-    );
-    path
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/seed-neurogc")).join(file)
 }
 
 pub fn seed_series() -> Vec<Series> {
