@@ -23,17 +23,17 @@ def hammer(server, path: str, seconds: float) -> int:
 
 
 def test_seed_endpoints_and_metrics(demo_server):
-    server = demo_server("--policy", "periodic:1", "--interval", "0.25")
+    server = demo_server("--policy", "periodic:0.5", "--interval", "0.25")
     for path in ENDPOINTS:
         status, body = server.get(path)
         assert status == 200, (path, body)
     # Load for a few intervals so the samples have requests in them.
-    hammer(server, "/memory-heavy", 1.5)
+    hammer(server, "/memory-heavy", 0.75)
     m = wait_for(lambda: (m := server.metrics()) and m.get("requests", 0) > 0 and m, 5, "requests")
     assert m["rps"] > 0 and m["p99"] > 0 and m["p95"] > 0
     assert m["p99"] >= m["p95"] >= m["p50"] > 0
     assert m["net_sent"] > 0 and m["net_recv"] > 0
-    assert m["policy"] == "periodic:1" and m["gc_enabled"] is False
+    assert m["policy"] == "periodic:0.5" and m["gc_enabled"] is False
 
     # RSS as the kernel reports it for the server's own pid, once the load has stopped (under
     # load, RSS moves between the sample and our read).
@@ -61,7 +61,7 @@ def test_seed_endpoints_and_metrics(demo_server):
 
 def test_default_policy_records_automatic_gen0_collections(demo_server):
     server = demo_server("--interval", "0.25")
-    hammer(server, "/memory-heavy", 1.2)
+    hammer(server, "/memory-heavy", 0.6)
     totals = wait_for(
         lambda: (t := server.metrics()["totals"]) and t["gc0_collections"] > 0 and t, 5, "gen0"
     )
@@ -72,7 +72,7 @@ def test_default_policy_records_automatic_gen0_collections(demo_server):
 
 
 def test_cpu_percent_is_sane_under_a_cpu_heavy_loop(demo_server):
-    server = demo_server("--interval", "0.5")
+    server = demo_server("--interval", "0.25")
     stop = threading.Event()
 
     def load():
@@ -83,10 +83,10 @@ def test_cpu_percent_is_sane_under_a_cpu_heavy_loop(demo_server):
     for t in threads:
         t.start()
     try:
-        time.sleep(1.2)  # past the first, partly idle interval
+        time.sleep(0.6)  # past the first, partly idle interval
         samples = []
         for _ in range(3):
-            time.sleep(0.5)
+            time.sleep(0.25)
             samples.append(server.metrics()["cpu"])
     finally:
         stop.set()
