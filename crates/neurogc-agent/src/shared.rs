@@ -4,13 +4,14 @@
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use neurogc_core::gcstats::{CollectionCause, GcEvent, GcWindow};
 use neurogc_core::latency::RequestWindow;
 use neurogc_core::overlap::GcEpochs;
 use neurogc_core::prometheus::AgentTotals;
 use neurogc_core::sample::Sample;
+pub use neurogc_units::unix_now;
 
 /// A collection whose "start" callback has fired but not its "stop".
 #[derive(Clone, Copy, Debug)]
@@ -54,13 +55,6 @@ pub struct Shared {
 /// Locks ignoring poison: a panic elsewhere must not cascade into every later caller.
 pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-pub fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
 }
 
 impl Shared {

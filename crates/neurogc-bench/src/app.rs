@@ -7,11 +7,11 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use serde_json::{json, Value};
 
 use crate::http;
 use crate::proc::{self, Group};
-use crate::rundir::unix_now;
+use neurogc_record::AppInfo;
+use neurogc_units::unix_now;
 
 /// What to start.
 #[derive(Clone, Debug)]
@@ -86,19 +86,23 @@ impl App {
     }
 
     /// For run.json.
-    pub fn describe(&self) -> Value {
+    pub fn describe(&self) -> AppInfo {
         match self {
             App::Demo {
                 python,
                 scenario,
                 heap_objects,
-            } => json!({
-                "kind": "demo",
-                "scenario": scenario,
-                "heap_objects": heap_objects,
-                "command": format!("{} -m neurogc.demo --scenario {scenario} --port {{port}}", python.display()),
-            }),
-            App::Cmd { template } => json!({"kind": "cmd", "command": template}),
+            } => AppInfo::Demo {
+                scenario: scenario.clone(),
+                heap_objects: *heap_objects,
+                command: format!(
+                    "{} -m neurogc.demo --scenario {scenario} --port {{port}}",
+                    python.display()
+                ),
+            },
+            App::Cmd { template } => AppInfo::Cmd {
+                command: template.clone(),
+            },
         }
     }
 

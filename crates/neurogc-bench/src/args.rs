@@ -5,10 +5,18 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use neurogc_load::args::parse_duration;
+use neurogc_load::Shape;
+use neurogc_units::parse_duration;
 
 use crate::app::{find_python, App};
-use crate::loader::Shape;
+
+/// A flags struct as its `clap` attributes' defaults make it, with the required flags `argv`
+/// gives: how the demo builds the collect and bench it runs, then sets their fields by name.
+pub fn flags_with_defaults<T: clap::Args + clap::FromArgMatches>(argv: &[&str]) -> Result<T> {
+    let command = T::augment_args(clap::Command::new("neurogc").no_binary_name(true));
+    let matches = command.try_get_matches_from(argv)?;
+    Ok(T::from_arg_matches(&matches)?)
+}
 
 /// Which service to start.
 #[derive(clap::Args, Debug, Clone)]

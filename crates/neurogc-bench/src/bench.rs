@@ -6,35 +6,15 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
-use neurogc_load::args::parse_duration;
+use neurogc_load::Shape;
+use neurogc_record::{AutoRate, Mode, RateSource, RunKind};
+use neurogc_units::parse_duration;
 
 use crate::args::{AppArgs, DashboardOpts, LoadOpts, LoadPlan, OutputArgs};
-use crate::loader::Shape;
 use crate::policies::{self, Policy};
 use crate::proc;
 use crate::rate::{self, SearchConfig};
-use crate::session::{Dashboard, Outcome, RunSpec, Session};
-
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// Each trial alone on the machine, server and load generator on different cores.
-    Sequential,
-    /// All policies' servers at once under one load generator (the seed's method).
-    SideBySide,
-    /// All policies' servers up at once, pinned to the same CPU, the load switched between them
-    /// every --slice: each sees the same machine minutes, so its drift cancels out.
-    Alternating,
-}
-
-impl Mode {
-    fn name(self) -> &'static str {
-        match self {
-            Mode::Sequential => "sequential",
-            Mode::SideBySide => "side-by-side",
-            Mode::Alternating => "alternating",
-        }
-    }
-}
+use crate::session::{Dashboard, Outcome, RunSpec, Session, TrialPlan};
 
 /// `neurogc bench`.
 #[derive(clap::Args, Debug, Clone)]
@@ -47,7 +27,7 @@ pub struct BenchArgs {
     pub mode: Mode,
     /// Repetitions per policy, interleaved A B A B.
     #[arg(long, value_name = "N", default_value_t = 3)]
-    pub repeat: usize,
+    pub repeat: u32,
     /// Load before each measurement, not recorded (imports, caches, the first full collections).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub warmup: Duration,
@@ -128,13 +108,12 @@ fn check(args: &BenchArgs) -> Result<Checked> {
 pub fn execute(args: &BenchArgs, command: Vec<String>, dashboard: Dashboard) -> Result<BenchDone> {
     let Checked { policies, plan } = check(args)?;
     let spec = RunSpec {
-        kind: "bench",
-        default_name: "bench",
+        kind: RunKind::Bench,
         app: &args.app,
         load: &args.load,
         output: &args.output,
         pin: !args.no_pin && args.mode != Mode::SideBySide,
-        mode: args.mode.name(),
+        mode: args.mode,
         alternate: (args.mode == Mode::Alternating).then_some(args.slice),
         repeat: args.repeat,
         warmup: args.warmup,
@@ -168,9 +147,7 @@ fn run_trials(
 ) -> Result<Outcome> {
     let shape = match plan {
         LoadPlan::Fixed(shape) => {
-            let mut load = shape.describe();
-            load["rate_source"] = "fixed".into();
-            session.set_load(load)?;
+            session.set_load(shape.clone(), RateSource::Fixed, None)?;
             shape
         }
         LoadPlan::AutoRate => {
@@ -196,22 +173,25 @@ fn run_trials(
                 found.rate
             );
             let shape = Shape::Open { rate: found.rate };
-            let mut load = shape.describe();
-            load["rate_source"] = "auto".into();
-            load["auto"] = serde_json::json!({
-                "sustainable_rps": found.sustainable_rps,
-                "fraction": args.rate_fraction,
-                "limited_by": found.limited_by,
-            });
-            session.set_load(load)?;
+            let auto = AutoRate {
+                sustainable_rps: found.sustainable_rps,
+                fraction: args.rate_fraction,
+                limited_by: found.limited_by,
+            };
+            session.set_load(shape.clone(), RateSource::Auto, Some(auto))?;
             shape
         }
     };
     let together = args.mode != Mode::Sequential;
     let total = if together {
-        args.repeat
+        args.repeat as usize
     } else {
-        args.repeat * policies.len()
+        args.repeat as usize * policies.len()
+    };
+    let plan = TrialPlan {
+        shape: &shape,
+        warmup: args.warmup,
+        duration: args.duration,
     };
     let mut n = 0;
     for rep in 1..=args.repeat {
@@ -224,8 +204,7 @@ fn run_trials(
             n += 1;
             let names: Vec<&str> = group.iter().map(|p| p.label.as_str()).collect();
             let progress = format!("[{n}/{total}] {} r{rep}", names.join(" + "));
-            let outcome =
-                session.run_together(&group, rep, &shape, args.warmup, args.duration, &progress)?;
+            let outcome = session.run_together(&group, rep, &plan, &progress)?;
             if outcome == Outcome::Interrupted || proc::interrupted() {
                 return Ok(Outcome::Interrupted);
             }

@@ -6,11 +6,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use neurogc_load::args::parse_duration;
+use neurogc_core::sample::read::{BadRows, CsvTable};
+use neurogc_record::{files, Mode, RateSource, RunKind, RunRecord, TrialEntry};
+use neurogc_units::parse_duration;
 
 use crate::args::{AppArgs, DashboardOpts, LoadOpts, LoadPlan, OutputArgs};
 use crate::policies::{self, Policy};
-use crate::session::{Dashboard, Outcome, RunSpec, Session};
+use crate::session::{Dashboard, Outcome, RunSpec, Session, TrialPlan};
 
 /// `neurogc collect`.
 #[derive(clap::Args, Debug, Clone)]
@@ -73,13 +75,12 @@ pub fn execute(
     }
     let policies = [policy];
     let spec = RunSpec {
-        kind: "collect",
-        default_name: "collect",
+        kind: RunKind::Collect,
         app: &args.app,
         load: &args.load,
         output: &args.output,
         pin: !args.no_pin,
-        mode: "sequential",
+        mode: Mode::Sequential,
         alternate: None,
         repeat: 1,
         warmup: args.warmup,
@@ -87,24 +88,21 @@ pub fn execute(
         policies: &policies,
     };
     let mut session = Session::open(&spec, command, dashboard)?;
-    let mut load = shape.describe();
-    load["rate_source"] = "fixed".into();
-    session.set_load(load)?;
+    session.set_load(shape.clone(), RateSource::Fixed, None)?;
     let policy = &policies[0];
-    let result = session.run_together(
-        &[policy],
-        1,
-        &shape,
-        args.warmup,
-        args.run_time,
-        &format!("collect · {}", policy.label),
-    );
+    let plan = TrialPlan {
+        shape: &shape,
+        warmup: args.warmup,
+        duration: args.run_time,
+    };
+    let result = session.run_together(&[policy], 1, &plan, &format!("collect · {}", policy.label));
     let run_dir = session.run.path.clone();
-    let trial_dir = run_dir.join(&session.run.info.trials[0].dir);
     let data = args.out.clone().unwrap_or_else(|| run_dir.join("data.csv"));
     // The training set is part of the run: a failure to write it fails the run.
     let result = result.and_then(|outcome| {
-        let rows = write_training_set(&trial_dir, &data)?;
+        let record = RunRecord::open(&run_dir)?;
+        let trial = record.trials.first().context("the run has no trial")?;
+        let rows = write_training_set(trial, &data)?;
         Ok((outcome, rows))
     });
     session.finish(
@@ -125,24 +123,21 @@ pub fn execute(
 }
 
 /// Copies the samples of the trial's measured window to `out` (atomically): header, then rows.
-fn write_training_set(trial_dir: &Path, out: &Path) -> Result<usize> {
-    let trial: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(trial_dir.join("trial.json")).context("trial.json")?,
-    )?;
-    let start = trial["measure_start"].as_f64().unwrap_or(f64::NEG_INFINITY);
-    let end = trial["measure_end"].as_f64().unwrap_or(f64::INFINITY);
-    let samples = trial_dir.join("samples.csv");
+fn write_training_set(trial: &TrialEntry, out: &Path) -> Result<usize> {
+    let info = trial.info.as_ref().context("the trial has no trial.json")?;
+    let start = info.measure_start.unwrap_or(f64::NEG_INFINITY);
+    let end = info.measure_end.unwrap_or(f64::INFINITY);
+    let samples = trial.file(files::SAMPLES);
     let text = std::fs::read_to_string(&samples)
         .with_context(|| format!("no samples were recorded ({})", samples.display()))?;
-    let mut lines = text.lines();
-    let header = lines.next().context("the samples CSV is empty")?;
-    let mut body = String::from(header);
-    body.push('\n');
+    let table = CsvTable::parse(&trial.shown(files::SAMPLES), text.as_bytes(), BadRows::Fail)?;
+    let lines: Vec<&str> = text.lines().collect();
+    let mut body = format!("{}\n", lines[0]);
     let mut rows = 0;
-    for line in lines.filter(|l| *l != header) {
-        let time = line.split(',').next().and_then(|t| t.parse::<f64>().ok());
-        if time.is_some_and(|t| t >= start && t <= end + 1e-3) {
-            body.push_str(line);
+    for row in &table.rows {
+        let t = table.time(row);
+        if t >= start && t <= end + 1e-3 {
+            body.push_str(lines[row.line as usize - 1]);
             body.push('\n');
             rows += 1;
         }

@@ -1,101 +1,66 @@
 //! Runs `neurogc load` as its own process (pinned to its own CPU when the server has the other),
-//! and reads back what it wrote.
+//! and reads back what it wrote. The flags come from `neurogc-load`'s own [`LoadArgs`], so its
+//! flag grammar has one home.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use neurogc_load::Row;
-use serde_json::{json, Value};
+use neurogc_load::{read_json_lines, LoadArgs, Output, Shape};
 
 use crate::app::log_tail;
 use crate::proc::{self, Group};
 
-/// How load is offered.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Shape {
-    /// Locust's closed loop.
-    Closed {
-        users: u64,
-        spawn_rate: f64,
-        wait_min_s: f64,
-        wait_max_s: f64,
-    },
-    /// wrk2's open loop at a constant rate per host.
-    Open { rate: f64 },
-}
-
-impl Shape {
-    pub fn describe(&self) -> Value {
-        match self {
-            Shape::Closed {
-                users,
-                spawn_rate,
-                wait_min_s,
-                wait_max_s,
-            } => json!({"mode": "closed", "users": users, "spawn_rate": spawn_rate,
-                        "wait_min_s": wait_min_s, "wait_max_s": wait_max_s}),
-            Shape::Open { rate } => json!({"mode": "open", "rate": rate}),
-        }
-    }
-}
-
-/// One invocation of the load generator.
-pub struct LoadRun<'a> {
-    pub hosts: &'a [String],
-    pub shape: &'a Shape,
-    pub duration: Duration,
-    pub tasks: Option<&'a Path>,
+/// What every load generator run of a session shares.
+#[derive(Clone, Debug)]
+pub struct LoadSettings {
+    pub tasks: Option<PathBuf>,
     pub timeout: Duration,
-    pub json_out: &'a Path,
-    pub hdr_out: Option<&'a Path>,
-    pub log: &'a Path,
-    pub cpus: &'a [usize],
     pub seed: u64,
+    /// CPUs the load generator is pinned to (none: unpinned).
+    pub cpus: Vec<usize>,
     /// Hosts take turns in slices of this length (`neurogc load --alternate`).
     pub alternate: Option<Duration>,
 }
 
-pub fn spawn(run: &LoadRun<'_>) -> Result<Group> {
+/// One run of the load generator: against `hosts`, shaped so, for so long, writing where.
+pub struct LoadRun<'a> {
+    pub hosts: &'a [String],
+    pub shape: &'a Shape,
+    pub duration: Duration,
+    /// Its `--json-out`; its log goes beside it (`.log`).
+    pub json_out: &'a Path,
+    pub hdr_out: Option<&'a Path>,
+}
+
+impl LoadRun<'_> {
+    pub fn log(&self) -> PathBuf {
+        self.json_out.with_extension("log")
+    }
+
+    fn args(&self, settings: &LoadSettings) -> LoadArgs {
+        let mut args = LoadArgs::for_hosts(self.hosts);
+        args.set_shape(self.shape);
+        if matches!(self.shape, Shape::Open { .. }) && self.hosts.len() > 1 {
+            args.alternate = settings.alternate;
+        }
+        args.quiet = true;
+        args.json_out = Some(self.json_out.to_path_buf());
+        args.hdr_out = self.hdr_out.map(Path::to_path_buf);
+        args.run_time = Some(self.duration);
+        args.timeout = settings.timeout;
+        args.seed = Some(settings.seed);
+        args.tasks = settings.tasks.clone();
+        args
+    }
+}
+
+pub fn spawn(run: &LoadRun<'_>, settings: &LoadSettings) -> Result<Group> {
     let exe = std::env::current_exe().context("cannot find the neurogc binary")?;
     let mut c = Command::new(exe);
-    c.arg("load");
-    for h in run.hosts {
-        c.args(["--host", h]);
-    }
-    c.arg("--quiet")
-        .arg("--json-out")
-        .arg(run.json_out)
-        .args(["--run-time", &format!("{}ms", run.duration.as_millis())])
-        .args(["--timeout", &format!("{}ms", run.timeout.as_millis())])
-        .args(["--seed", &run.seed.to_string()]);
-    if let Some(dir) = run.hdr_out {
-        c.arg("--hdr-out").arg(dir);
-    }
-    if let Some(t) = run.tasks {
-        c.arg("--tasks").arg(t);
-    }
-    match run.shape {
-        Shape::Closed {
-            users,
-            spawn_rate,
-            wait_min_s,
-            wait_max_s,
-        } => {
-            c.args(["--users", &users.to_string()])
-                .args(["--spawn-rate", &spawn_rate.to_string()])
-                .args(["--wait-min", &wait_min_s.to_string()])
-                .args(["--wait-max", &wait_max_s.to_string()]);
-        }
-        Shape::Open { rate } => {
-            c.args(["--rate", &rate.to_string()]);
-            if let Some(slice) = run.alternate.filter(|_| run.hosts.len() > 1) {
-                c.args(["--alternate", &format!("{}ms", slice.as_millis())]);
-            }
-        }
-    }
-    proc::spawn_group(c, "neurogc load", Some(run.log), run.cpus)
+    c.arg("load").args(run.args(settings).to_args());
+    proc::spawn_group(c, "neurogc load", Some(&run.log()), &settings.cpus)
 }
 
 /// Waits for the load generator, calling `tick` about every 250 ms; on Ctrl-C asks it to stop
@@ -126,46 +91,9 @@ pub fn wait(mut group: Group, log: &Path, mut tick: impl FnMut()) -> Result<()> 
     }
 }
 
-/// The per-second rows and the summary of a `--json-out` file.
-pub struct Output {
-    pub rows: Vec<Row>,
-    pub summary: Option<Value>,
-}
-
+/// Reads a `--json-out` file; a killed load generator's half line is skipped.
 pub fn read_output(path: &Path) -> Result<Output> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let mut out = Output {
-        rows: Vec::new(),
-        summary: None,
-    };
-    for (i, line) in text.lines().enumerate() {
-        let v: Value = match serde_json::from_str(line) {
-            Ok(v) => v,
-            // A killed load generator may leave half a line: what came before it stands.
-            Err(_) if i + 1 == text.lines().count() => break,
-            Err(e) => bail!("{}:{}: {e}", path.display(), i + 1),
-        };
-        if v.get("type").and_then(Value::as_str) == Some("summary") {
-            out.summary = Some(v);
-        } else {
-            out.rows.push(
-                serde_json::from_value(v)
-                    .with_context(|| format!("{}:{}: not a load row", path.display(), i + 1))?,
-            );
-        }
-    }
-    Ok(out)
-}
-
-impl Output {
-    /// The summary's whole-run row ("total", all tasks) of `host`.
-    pub fn total(&self, host: &str) -> Option<Row> {
-        let rows = self.summary.as_ref()?.get("rows")?.as_array()?;
-        rows.iter()
-            .filter_map(|r| serde_json::from_value::<Row>(r.clone()).ok())
-            .find(|r| r.host == host && r.task == "all")
-    }
+    read_json_lines(path, &path.display().to_string())
 }
 
 /// Splits a multi-host `--json-out` file into one file per host (rows of that host, then the
@@ -175,19 +103,15 @@ pub fn split_by_host(
     hdr_dir: &Path,
     outputs: &[(String, PathBuf, PathBuf)],
 ) -> Result<()> {
-    let text = std::fs::read_to_string(combined).unwrap_or_default();
+    let all = read_output(combined)?;
     for (host, jsonl, hlog) in outputs {
         let mut lines = String::new();
-        for line in text.lines() {
-            let Ok(mut v) = serde_json::from_str::<Value>(line) else {
-                continue;
-            };
-            if v.get("type").and_then(Value::as_str) == Some("summary") {
-                narrow_summary(&mut v, host);
-            } else if v.get("host").and_then(Value::as_str) != Some(host) {
-                continue;
-            }
-            lines.push_str(&v.to_string());
+        for row in all.rows.iter().filter(|r| &r.host == host) {
+            lines.push_str(&serde_json::to_string(row)?);
+            lines.push('\n');
+        }
+        if let Some(summary) = &all.summary {
+            lines.push_str(&serde_json::to_string(&summary.for_host(host))?);
             lines.push('\n');
         }
         std::fs::write(jsonl, lines)
@@ -205,35 +129,4 @@ pub fn move_hlog(hdr_dir: &Path, host: &str, to: &Path) -> Result<()> {
     }
     std::fs::rename(&from, to)
         .with_context(|| format!("cannot move {} to {}", from.display(), to.display()))
-}
-
-fn narrow_summary(summary: &mut Value, host: &str) {
-    let Some(obj) = summary.as_object_mut() else {
-        return;
-    };
-    obj.insert("hosts".into(), json!([host]));
-    let rows: Vec<Value> = obj
-        .get("rows")
-        .and_then(Value::as_array)
-        .map(|rs| {
-            rs.iter()
-                .filter(|r| r.get("host").and_then(Value::as_str) == Some(host))
-                .cloned()
-                .collect()
-        })
-        .unwrap_or_default();
-    if let Some(total) = rows
-        .iter()
-        .find(|r| r.get("task").and_then(Value::as_str) == Some("all"))
-    {
-        for key in ["requests", "failures", "late_starts", "dropped"] {
-            if let Some(v) = total.get(key) {
-                obj.insert(key.into(), v.clone());
-            }
-        }
-        if let Some(rps) = total.get("rps") {
-            obj.insert("achieved_rate".into(), rps.clone());
-        }
-    }
-    obj.insert("rows".into(), Value::Array(rows));
 }

@@ -5,9 +5,8 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use neurogc_core::policy::PolicySpec;
-use serde_json::Value;
-
-use crate::rundir::PolicyEntry;
+use neurogc_model::ModelMeta;
+use neurogc_record::PolicyEntry;
 
 /// A policy to bench.
 #[derive(Clone, Debug)]
@@ -15,7 +14,7 @@ pub struct Policy {
     pub label: String,
     /// The spec as the server gets it (a model directory made absolute).
     pub spec: String,
-    pub model: Option<Value>,
+    pub model: Option<ModelMeta>,
 }
 
 impl Policy {
@@ -78,7 +77,7 @@ fn parse_one(text: &str) -> Result<Policy> {
     })
 }
 
-fn read_model_json(dir: &Path) -> Option<Value> {
+fn read_model_json(dir: &Path) -> Option<ModelMeta> {
     let text = std::fs::read_to_string(dir.join("model.json")).ok()?;
     serde_json::from_str(&text).ok()
 }

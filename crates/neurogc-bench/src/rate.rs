@@ -11,43 +11,14 @@
 use std::time::Duration;
 
 use anyhow::{bail, Result};
-use serde::Serialize;
+use neurogc_load::Shape;
+use neurogc_record::{files, write_json_atomic, PolicySearch, Probe, RateSearch};
+use neurogc_units::{fmt_ms, slug};
 
-use crate::loader::{self, Shape};
+use crate::loader::{self, LoadRun};
 use crate::policies::Policy;
 use crate::proc;
-use crate::rundir::{slug, write_json_atomic};
 use crate::session::Session;
-
-#[derive(Serialize, Clone, Debug)]
-pub struct Probe {
-    pub rate: f64,
-    pub achieved: f64,
-    pub p50_ms: Option<f64>,
-    pub p99_ms: Option<f64>,
-    pub failures: u64,
-    pub dropped: u64,
-    pub sustained: bool,
-    pub verdict: String,
-}
-
-#[derive(Serialize, Clone, Debug)]
-pub struct PolicySearch {
-    pub label: String,
-    pub probes: Vec<Probe>,
-    pub sustainable_rps: f64,
-}
-
-#[derive(Serialize, Clone, Debug)]
-pub struct Search {
-    pub start_rps: f64,
-    pub probe_s: f64,
-    pub fraction: f64,
-    pub policies: Vec<PolicySearch>,
-    pub sustainable_rps: f64,
-    pub limited_by: String,
-    pub rate: f64,
-}
 
 pub struct SearchConfig {
     pub start_rps: f64,
@@ -59,13 +30,13 @@ pub struct SearchConfig {
 
 /// Probes every policy and writes `rate-search.json`. An error if some policy cannot sustain
 /// even the starting rate, or on Ctrl-C.
-pub fn search(session: &Session, policies: &[Policy], cfg: &SearchConfig) -> Result<Search> {
+pub fn search(session: &Session, policies: &[Policy], cfg: &SearchConfig) -> Result<RateSearch> {
     let root = session.run.path.join("rate-search");
     let mut found = Vec::new();
     for policy in policies {
         let dir = root.join(slug(&policy.label));
         std::fs::create_dir_all(&dir)?;
-        let mut server = session.start_server(policy, &dir, &session.server_cpus)?;
+        let mut server = session.start_server(policy, &dir, &session.placement.server)?;
         let hosts = [server.url()];
         let result = probe_policy(session, policy, &hosts, &dir, cfg);
         server.group.stop(Duration::from_secs(10));
@@ -75,7 +46,7 @@ pub fn search(session: &Session, policies: &[Policy], cfg: &SearchConfig) -> Res
         .iter()
         .min_by(|a, b| a.sustainable_rps.total_cmp(&b.sustainable_rps))
         .expect("at least one policy");
-    let search = Search {
+    let search = RateSearch {
         start_rps: cfg.start_rps,
         probe_s: cfg.probe.as_secs_f64(),
         fraction: cfg.fraction,
@@ -84,7 +55,7 @@ pub fn search(session: &Session, policies: &[Policy], cfg: &SearchConfig) -> Res
         rate: round_rate(slowest.sustainable_rps * cfg.fraction),
         policies: found,
     };
-    write_json_atomic(&session.run.path.join("rate-search.json"), &search)?;
+    write_json_atomic(&session.run.path.join(files::RATE_SEARCH), &search)?;
     Ok(search)
 }
 
@@ -97,21 +68,19 @@ fn probe_policy(
 ) -> Result<PolicySearch> {
     let probe = |n: usize, rate: f64| -> Result<Probe> {
         let out = dir.join(format!("probe-{n:02}.jsonl"));
-        session.drive(
+        let run = LoadRun {
             hosts,
-            &Shape::Open { rate },
-            cfg.probe,
-            &out,
-            None,
-            &dir.join("load.log"),
-            &session.load_cpus,
-            None,
-        )?;
+            shape: &Shape::Open { rate },
+            duration: cfg.probe,
+            json_out: &out,
+            hdr_out: None,
+        };
+        session.drive(&run, &session.placement.load, None)?;
         if proc::interrupted() {
             bail!("interrupted during the rate search");
         }
         let output = loader::read_output(&out)?;
-        let total = output.total(&hosts[0]);
+        let total = output.summary.as_ref().and_then(|s| s.total(&hosts[0]));
         Ok(Probe {
             rate,
             achieved: total.as_ref().map_or(0.0, |t| t.rps),
@@ -124,18 +93,16 @@ fn probe_policy(
         })
     };
     if !cfg.warmup.is_zero() {
-        session.drive(
+        let run = LoadRun {
             hosts,
-            &Shape::Open {
+            shape: &Shape::Open {
                 rate: cfg.start_rps,
             },
-            cfg.warmup,
-            &dir.join("warmup.jsonl"),
-            None,
-            &dir.join("load.log"),
-            &session.load_cpus,
-            None,
-        )?;
+            duration: cfg.warmup,
+            json_out: &dir.join("warmup.jsonl"),
+            hdr_out: None,
+        };
+        session.drive(&run, &session.placement.load, None)?;
     }
     let mut probes: Vec<Probe> = Vec::new();
     let judge = |mut p: Probe, probes: &mut Vec<Probe>| -> bool {
@@ -143,7 +110,7 @@ fn probe_policy(
         p.sustained = ok;
         p.verdict = verdict;
         eprintln!(
-            "rate search · {} · {:.1} req/s → achieved {:.1}, p50 {}, p99 {}: {}",
+            "rate search · {} · {:.1} req/s → achieved {:.1}, p50 {} ms, p99 {} ms: {}",
             policy.label,
             p.rate,
             p.achieved,
@@ -241,10 +208,6 @@ fn verdict(p: &Probe, reference: &Probe) -> (bool, String) {
         }
     }
     (true, "sustained".into())
-}
-
-fn fmt_ms(v: Option<f64>) -> String {
-    v.map_or("-".into(), |v| format!("{v:.1} ms"))
 }
 
 /// Rates to two significant digits at most, so configurations read cleanly.

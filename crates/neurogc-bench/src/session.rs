@@ -8,15 +8,21 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use neurogc_dashboard::Background;
 
+use neurogc_load::Shape;
+use neurogc_record::{
+    files, AutoRate, LoadInfo, Mode, Pinning, RateSource, RunDir, RunInfo, RunKind, RunStatus,
+    Trial, TrialStatus, SCHEMA,
+};
+use neurogc_units::unix_now;
+
 use crate::app::{free_port, log_tail, App, Launch, Server};
 use crate::args::{AppArgs, DashboardOpts, LoadOpts, OutputArgs};
-use crate::loader::{self, LoadRun, Shape};
+use crate::loader::{self, LoadRun, LoadSettings};
 use crate::policies::Policy;
 use crate::proc;
 use crate::progress::Progress;
-use crate::rundir::{unix_now, Pinning, RunDir, RunInfo, Trial, TrialInfo};
 use crate::stream::{self, Streamer};
-use crate::system::SystemInfo;
+use crate::system;
 
 /// The live dashboard this run streams to, if any.
 #[derive(Default)]
@@ -90,33 +96,43 @@ pub struct Session {
     pub health: String,
     pub startup_timeout: Duration,
     pub interval_s: f64,
-    pub tasks: Option<PathBuf>,
-    pub request_timeout: Duration,
-    pub seed: u64,
-    /// CPUs for the server(s) and for the load generator when trials run one at a time or take turns.
-    pub server_cpus: Vec<usize>,
-    pub load_cpus: Vec<usize>,
-    /// Servers run together take turns under the load in slices of this length, on the
-    /// server CPU (`--mode alternating`); without it they are loaded at once, unpinned.
-    pub alternate: Option<Duration>,
+    /// What every load generator run shares (tasks, timeout, seed, turns).
+    pub load: LoadSettings,
+    /// CPUs for the server(s) and for the load generator when trials run one at a time or take
+    /// turns; empty when unpinned.
+    pub placement: Placement,
     pub dashboard: Dashboard,
+}
+
+/// Which CPUs the servers and the load generator run on (empty: anywhere).
+#[derive(Clone, Debug, Default)]
+pub struct Placement {
+    pub server: Vec<usize>,
+    pub load: Vec<usize>,
 }
 
 /// What a run is, for [`Session::open`].
 pub struct RunSpec<'a> {
-    pub kind: &'a str,
-    pub default_name: &'a str,
+    pub kind: RunKind,
     pub app: &'a AppArgs,
     pub load: &'a LoadOpts,
     pub output: &'a OutputArgs,
     pub pin: bool,
-    pub mode: &'a str,
+    pub mode: Mode,
     /// Servers run together take turns under the load, slices this long (`--mode alternating`).
     pub alternate: Option<Duration>,
-    pub repeat: usize,
+    pub repeat: u32,
     pub warmup: Duration,
     pub duration: Duration,
     pub policies: &'a [Policy],
+}
+
+/// The load, warm-up and measured time of a group of trials run together.
+#[derive(Clone, Copy, Debug)]
+pub struct TrialPlan<'a> {
+    pub shape: &'a Shape,
+    pub warmup: Duration,
+    pub duration: Duration,
 }
 
 /// What became of a group of trials run together.
@@ -128,7 +144,6 @@ pub enum Outcome {
 
 struct Running {
     trial: Trial,
-    info: TrialInfo,
     server: Option<Server>,
 }
 
@@ -140,47 +155,50 @@ impl Session {
         proc::install_interrupt_handler();
         let cpus = proc::allowed_cpus();
         let pin = spec.pin && cpus.len() >= 2;
-        let (server_cpus, load_cpus) = if pin {
-            (vec![cpus[0]], vec![cpus[1]])
+        let placement = if pin {
+            Placement {
+                server: vec![cpus[0]],
+                load: vec![cpus[1]],
+            }
         } else {
-            (Vec::new(), Vec::new())
+            Placement::default()
         };
         let python = match &app {
             App::Demo { python, .. } => Some(python.as_path()),
             App::Cmd { .. } => None,
         };
         let info = RunInfo {
-            schema: 1,
-            kind: spec.kind.into(),
+            schema: SCHEMA,
+            kind: spec.kind,
             name: spec
                 .output
                 .name
                 .clone()
-                .unwrap_or_else(|| spec.default_name.into()),
+                .unwrap_or_else(|| spec.kind.as_str().into()),
             command,
             created: unix_now(),
             finished: None,
-            status: "running".into(),
+            status: RunStatus::Running,
             error: None,
             app: app.describe(),
-            mode: spec.mode.into(),
+            mode: spec.mode,
             repeat: spec.repeat,
             warmup_s: spec.warmup.as_secs_f64(),
             duration_s: spec.duration.as_secs_f64(),
             interval_s: spec.app.interval,
-            load: serde_json::Value::Null,
+            load: None,
             policies: spec.policies.iter().map(Policy::entry).collect(),
             pinning: pin.then(|| Pinning {
-                server_cpus: server_cpus.clone(),
-                load_cpus: load_cpus.clone(),
+                server_cpus: placement.server.clone(),
+                load_cpus: placement.load.clone(),
             }),
-            system: SystemInfo::read(python),
+            system: system::read(python),
             trials: Vec::new(),
         };
         let run = RunDir::create(&spec.output.runs_dir, info)?;
         eprintln!(
             "neurogc {}: run directory {}",
-            spec.kind,
+            spec.kind.as_str(),
             run.path.display()
         );
         Ok(Session {
@@ -189,22 +207,31 @@ impl Session {
             health: spec.app.health_path(),
             startup_timeout: spec.app.startup_timeout,
             interval_s: spec.app.interval,
-            tasks: spec.load.tasks.clone(),
-            request_timeout: spec.load.timeout,
-            seed: spec.load.seed,
-            server_cpus,
-            load_cpus,
-            alternate: spec.alternate,
+            load: LoadSettings {
+                tasks: spec.load.tasks.clone(),
+                timeout: spec.load.timeout,
+                seed: spec.load.seed,
+                cpus: placement.load.clone(),
+                alternate: spec.alternate,
+            },
+            placement,
             dashboard,
         })
     }
 
     /// Records the load in run.json, with the slice length when servers take turns.
-    pub fn set_load(&mut self, mut load: serde_json::Value) -> Result<()> {
-        if let Some(slice) = self.alternate {
-            load["alternate_s"] = slice.as_secs_f64().into();
-        }
-        self.run.info.load = load;
+    pub fn set_load(
+        &mut self,
+        shape: Shape,
+        rate_source: RateSource,
+        auto: Option<AutoRate>,
+    ) -> Result<()> {
+        self.run.info.load = Some(LoadInfo {
+            shape,
+            rate_source,
+            auto,
+            alternate_s: self.load.alternate.map(|s| s.as_secs_f64()),
+        });
         self.run.save()
     }
 
@@ -212,10 +239,12 @@ impl Session {
     pub fn finish(&mut self, outcome: &Result<Outcome>) -> Result<()> {
         self.dashboard.flush();
         match outcome {
-            Ok(Outcome::Complete) => self.run.finish("complete", None),
-            Ok(Outcome::Interrupted) => self.run.finish("interrupted", None),
-            Err(e) if proc::interrupted() => self.run.finish("interrupted", Some(format!("{e:#}"))),
-            Err(e) => self.run.finish("failed", Some(format!("{e:#}"))),
+            Ok(Outcome::Complete) => self.run.finish(RunStatus::Complete, None),
+            Ok(Outcome::Interrupted) => self.run.finish(RunStatus::Interrupted, None),
+            Err(e) if proc::interrupted() => self
+                .run
+                .finish(RunStatus::Interrupted, Some(format!("{e:#}"))),
+            Err(e) => self.run.finish(RunStatus::Failed, Some(format!("{e:#}"))),
         }
     }
 
@@ -227,9 +256,9 @@ impl Session {
                 policy: &policy.spec,
                 port,
                 interval_s: self.interval_s,
-                samples: &dir.join("samples.csv"),
-                gc_events: &dir.join("gc-events.csv"),
-                log: &dir.join("server.log"),
+                samples: &dir.join(files::SAMPLES),
+                gc_events: &dir.join(files::GC_EVENTS),
+                log: &dir.join(files::SERVER_LOG),
                 cpus,
             },
             &self.health,
@@ -237,34 +266,21 @@ impl Session {
         )
     }
 
-    /// Runs the load generator against `hosts` and waits for it, showing progress.
-    #[allow(clippy::too_many_arguments)]
+    /// Runs the load generator (pinned to `load_cpus`) and waits for it, showing progress.
     pub fn drive(
         &self,
-        hosts: &[String],
-        shape: &Shape,
-        duration: Duration,
-        json_out: &Path,
-        hdr_out: Option<&Path>,
-        log: &Path,
-        cpus: &[usize],
-        progress: Option<String>,
+        run: &LoadRun<'_>,
+        load_cpus: &[usize],
+        progress: Option<&str>,
     ) -> Result<()> {
-        let group = loader::spawn(&LoadRun {
-            hosts,
-            shape,
-            duration,
-            tasks: self.tasks.as_deref(),
-            timeout: self.request_timeout,
-            json_out,
-            hdr_out,
-            log,
-            cpus,
-            seed: self.seed,
-            alternate: self.alternate,
-        })?;
-        let mut progress = progress.map(|p| Progress::new(p, duration.as_secs_f64(), json_out));
-        let result = loader::wait(group, log, || {
+        let settings = LoadSettings {
+            cpus: load_cpus.to_vec(),
+            ..self.load.clone()
+        };
+        let group = loader::spawn(run, &settings)?;
+        let mut progress = progress
+            .map(|p| Progress::new(p.to_string(), run.duration.as_secs_f64(), run.json_out));
+        let result = loader::wait(group, &run.log(), || {
             if let Some(p) = progress.as_mut() {
                 p.tick()
             }
@@ -277,45 +293,26 @@ impl Session {
 
     /// Runs `policies` (repetition `repetition`) at the same time under one load generator:
     /// start, warm up, measure, stop. One policy = a sequential trial, pinned if the session pins.
-    /// Taking turns ([`Session::alternate`]), each server gets `warmup` and `duration` of load,
+    /// Taking turns (`--mode alternating`), each server gets `warmup` and `duration` of load,
     /// so the trial lasts N times as long; the first to be loaded rotates with the repetition.
     pub fn run_together(
         &mut self,
         policies: &[&Policy],
-        repetition: usize,
-        shape: &Shape,
-        warmup: Duration,
-        duration: Duration,
+        repetition: u32,
+        plan: &TrialPlan<'_>,
         progress: &str,
     ) -> Result<Outcome> {
         let alone = policies.len() == 1;
-        let (server_cpus, load_cpus) = if alone || self.alternate.is_some() {
-            (self.server_cpus.clone(), self.load_cpus.clone())
+        let placement = if alone || self.load.alternate.is_some() {
+            self.placement.clone()
         } else {
-            (Vec::new(), Vec::new())
+            Placement::default()
         };
         let mut running = Vec::new();
         for p in policies {
-            let trial = self.run.add_trial(&p.label, repetition)?;
-            let info = TrialInfo {
-                label: p.label.clone(),
-                spec: p.spec.clone(),
-                repetition,
-                order: trial.order,
-                port: 0,
-                pid: None,
-                started: None,
-                ready: None,
-                measure_start: None,
-                measure_end: None,
-                status: "starting".into(),
-                error: None,
-                load_summary: None,
-            };
-            trial.save(&info)?;
+            let trial = self.run.add_trial(&p.label, &p.spec, repetition)?;
             running.push(Running {
                 trial,
-                info,
                 server: None,
             });
         }
@@ -323,12 +320,9 @@ impl Session {
             policies,
             repetition,
             &mut running,
-            shape,
-            warmup,
-            duration,
+            plan,
             progress,
-            &server_cpus,
-            &load_cpus,
+            &placement,
         );
         // Whatever happened, every server is stopped (gracefully: the agent writes its last
         // rows) and every trial.json says how it ended.
@@ -340,60 +334,54 @@ impl Session {
         match &result {
             Ok(outcome) => {
                 let status = match outcome {
-                    Outcome::Complete => "complete",
-                    Outcome::Interrupted => "interrupted",
+                    Outcome::Complete => TrialStatus::Complete,
+                    Outcome::Interrupted => TrialStatus::Interrupted,
                 };
                 for r in &mut running {
-                    if r.info.status == "measuring"
-                        || r.info.status == "warming up"
-                        || r.info.status == "starting"
-                    {
-                        r.info.status = status.into();
+                    if r.trial.info.status.in_progress() {
+                        r.trial.info.status = status;
                     }
                 }
             }
             Err(e) => {
                 for r in &mut running {
-                    if r.info.status != "failed" {
-                        r.info.status = "failed".into();
-                        r.info.error.get_or_insert_with(|| format!("{e:#}"));
+                    if r.trial.info.status != TrialStatus::Failed {
+                        r.trial.info.status = TrialStatus::Failed;
+                        r.trial.info.error.get_or_insert_with(|| format!("{e:#}"));
                     }
                 }
             }
         }
-        self.collect_outputs(&mut running, repetition);
+        self.collect_outputs(&mut running);
         for r in &running {
-            r.trial.save(&r.info)?;
+            r.trial.save()?;
         }
         result
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn measure(
         &mut self,
         policies: &[&Policy],
-        repetition: usize,
+        repetition: u32,
         running: &mut [Running],
-        shape: &Shape,
-        warmup: Duration,
-        duration: Duration,
+        plan: &TrialPlan<'_>,
         progress: &str,
-        server_cpus: &[usize],
-        load_cpus: &[usize],
+        placement: &Placement,
     ) -> Result<Outcome> {
         for (p, r) in policies.iter().zip(running.iter_mut()) {
+            let info = &mut r.trial.info;
             let server = self
-                .start_server(p, &r.trial.dir, server_cpus)
+                .start_server(p, &r.trial.dir, &placement.server)
                 .inspect_err(|e| {
-                    r.info.status = "failed".into();
-                    r.info.error = Some(format!("{e:#}"));
+                    info.status = TrialStatus::Failed;
+                    info.error = Some(format!("{e:#}"));
                 })?;
-            r.info.port = server.port;
-            r.info.pid = Some(server.group.pid());
-            r.info.started = Some(server.started);
-            r.info.ready = Some(server.ready);
-            r.info.status = "warming up".into();
-            r.trial.save(&r.info)?;
+            info.port = server.port;
+            info.pid = Some(server.group.pid());
+            info.started = Some(server.started);
+            info.ready = Some(server.ready);
+            info.status = TrialStatus::WarmingUp;
+            r.trial.save()?;
             self.dashboard.watch(&p.label, &r.trial.samples());
             r.server = Some(server);
         }
@@ -401,26 +389,27 @@ impl Session {
             .iter()
             .filter_map(|r| r.server.as_ref().map(Server::url))
             .collect();
-        let turns = match self.alternate {
+        let turns = match self.load.alternate {
             Some(_) if hosts.len() > 1 => {
                 let n = hosts.len();
-                hosts.rotate_left((repetition - 1) % n);
+                hosts.rotate_left((repetition as usize - 1) % n);
                 n as u32
             }
             _ => 1,
         };
-        let (warmup, duration) = (warmup * turns, duration * turns);
+        let (warmup, duration) = (plan.warmup * turns, plan.duration * turns);
         let first = running[0].trial.dir.clone();
         if !warmup.is_zero() {
-            let out = first.join(".warmup.jsonl");
+            let out = first.join("warmup.jsonl");
             self.drive(
-                &hosts,
-                shape,
-                warmup,
-                &out,
-                None,
-                &first.join("warmup.log"),
-                load_cpus,
+                &LoadRun {
+                    hosts: &hosts,
+                    shape: plan.shape,
+                    duration: warmup,
+                    json_out: &out,
+                    hdr_out: None,
+                },
+                &placement.load,
                 None,
             )?;
             let _ = std::fs::remove_file(out);
@@ -431,24 +420,25 @@ impl Session {
         }
         let start = unix_now();
         for r in running.iter_mut() {
-            r.info.measure_start = Some(start);
-            r.info.status = "measuring".into();
-            r.trial.save(&r.info)?;
+            r.trial.info.measure_start = Some(start);
+            r.trial.info.status = TrialStatus::Measuring;
+            r.trial.save()?;
         }
-        let (json_out, hdr_out) = self.load_outputs(running);
+        let (json_out, hdr_out) = Self::load_outputs(running);
         self.drive(
-            &hosts,
-            shape,
-            duration,
-            &json_out,
-            Some(&hdr_out),
-            &first.join("load.log"),
-            load_cpus,
-            Some(progress.to_string()),
+            &LoadRun {
+                hosts: &hosts,
+                shape: plan.shape,
+                duration,
+                json_out: &json_out,
+                hdr_out: Some(&hdr_out),
+            },
+            &placement.load,
+            Some(progress),
         )?;
         let end = unix_now();
         for r in running.iter_mut() {
-            r.info.measure_end = Some(end);
+            r.trial.info.measure_end = Some(end);
         }
         self.check_alive(running)?;
         Ok(if proc::interrupted() {
@@ -459,12 +449,11 @@ impl Session {
     }
 
     /// Where the load generator writes: the trial's own files when alone, shared ones to split.
-    fn load_outputs(&self, running: &[Running]) -> (PathBuf, PathBuf) {
+    fn load_outputs(running: &[Running]) -> (PathBuf, PathBuf) {
+        let t = &running[0].trial;
         if running.len() == 1 {
-            let t = &running[0].trial;
             (t.load_jsonl(), t.dir.join(".hdr"))
         } else {
-            let t = &running[0].trial;
             (t.dir.join(".load-all.jsonl"), t.dir.join(".hdr"))
         }
     }
@@ -476,12 +465,12 @@ impl Session {
                     let log = r.trial.server_log();
                     let msg = format!(
                         "the {} server exited ({status}) during the trial; its log {}:\n{}",
-                        r.info.label,
+                        r.trial.info.label,
                         log.display(),
                         log_tail(&log, 15)
                     );
-                    r.info.status = "failed".into();
-                    r.info.error = Some(msg.clone());
+                    r.trial.info.status = TrialStatus::Failed;
+                    r.trial.info.error = Some(msg.clone());
                     bail!(msg);
                 }
             }
@@ -491,13 +480,13 @@ impl Session {
 
     /// Puts each server's load rows and histogram log in its trial folder and records the
     /// summaries. Best effort: a trial that never got load has nothing to move.
-    fn collect_outputs(&self, running: &mut [Running], _repetition: usize) {
-        let (json_out, hdr_dir) = self.load_outputs(running);
+    fn collect_outputs(&self, running: &mut [Running]) {
+        let (json_out, hdr_dir) = Self::load_outputs(running);
         let hosts: Vec<(String, PathBuf, PathBuf)> = running
             .iter()
             .map(|r| {
                 (
-                    format!("http://127.0.0.1:{}", r.info.port),
+                    format!("http://127.0.0.1:{}", r.trial.info.port),
                     r.trial.load_jsonl(),
                     r.trial.hlog(),
                 )
@@ -508,6 +497,7 @@ impl Session {
         } else if json_out.exists() {
             let r = loader::split_by_host(&json_out, &hdr_dir, &hosts);
             let _ = std::fs::remove_file(&json_out);
+            let _ = std::fs::remove_file(json_out.with_extension("log"));
             r
         } else {
             Ok(())
@@ -527,7 +517,7 @@ impl Session {
         }
         for r in running.iter_mut() {
             if let Ok(out) = loader::read_output(&r.trial.load_jsonl()) {
-                r.info.load_summary = out.summary;
+                r.trial.info.load_summary = out.summary;
             }
         }
     }

@@ -3,38 +3,27 @@
 use std::path::Path;
 use std::process::Command;
 
-use serde::Serialize;
+use neurogc_record::SystemInfo;
 
-#[derive(Serialize, Clone, Debug, Default)]
-pub struct SystemInfo {
-    pub cpu_model: Option<String>,
-    pub cores: usize,
-    pub memory_bytes: Option<u64>,
-    pub os: Option<String>,
-    pub kernel: Option<String>,
-    /// `sys.version` of the interpreter the servers ran on, if known.
-    pub python: Option<String>,
-    pub neurogc_version: String,
-}
-
-impl SystemInfo {
-    pub fn read(python: Option<&Path>) -> SystemInfo {
-        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-        let os_release = std::fs::read_to_string("/etc/os-release").unwrap_or_default();
-        SystemInfo {
-            cpu_model: field(&cpuinfo, "model name", ':'),
-            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            memory_bytes: field(&meminfo, "MemTotal", ':')
-                .and_then(|v| v.trim_end_matches("kB").trim().parse::<u64>().ok())
-                .map(|kb| kb * 1024),
-            os: field(&os_release, "PRETTY_NAME", '=').map(|v| v.trim_matches('"').to_string()),
-            kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
-                .ok()
-                .map(|s| s.trim().to_string()),
-            python: python.and_then(python_version),
-            neurogc_version: env!("CARGO_PKG_VERSION").to_string(),
-        }
+/// Reads the machine's description (and the version of `python`, when given).
+pub fn read(python: Option<&Path>) -> SystemInfo {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let os_release = std::fs::read_to_string("/etc/os-release").unwrap_or_default();
+    SystemInfo {
+        cpu_model: field(&cpuinfo, "model name", ':'),
+        cores: std::thread::available_parallelism()
+            .ok()
+            .map(|n| n.get() as u64),
+        memory_bytes: field(&meminfo, "MemTotal", ':')
+            .and_then(|v| v.trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map(|kb| kb * 1024),
+        os: field(&os_release, "PRETTY_NAME", '=').map(|v| v.trim_matches('"').to_string()),
+        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .ok()
+            .map(|s| s.trim().to_string()),
+        python: python.and_then(python_version),
+        neurogc_version: Some(env!("CARGO_PKG_VERSION").to_string()),
     }
 }
 

@@ -1,6 +1,7 @@
 //! `neurogc`: the command line. Thin glue over the crates that do the work.
 use clap::{Parser, Subcommand};
 
+mod demo;
 mod run;
 
 #[derive(Parser)]
@@ -31,9 +32,28 @@ enum Command {
     /// Compare policies on the same app and load, repeated and interleaved; writes a report.
     Bench(neurogc_bench::BenchArgs),
     /// The seed's experiment end to end on the demo app: collect, train an LSTM, bench, report.
-    Demo(neurogc_bench::DemoArgs),
+    Demo(demo::DemoArgs),
     /// Write a run's report (README.md and charts), or compare runs.
     Report(neurogc_report::ReportArgs),
+}
+
+/// `neurogc bench`: the run, then its report.
+fn bench(args: &neurogc_bench::BenchArgs) -> anyhow::Result<i32> {
+    let done = neurogc_bench::run_bench(args)?;
+    let interrupted = done.outcome == neurogc_bench::session::Outcome::Interrupted;
+    if !args.no_report {
+        match neurogc_report::write_report(&done.run_dir) {
+            Ok(path) => println!("report:   {}", path.display()),
+            Err(e) if interrupted => {
+                eprintln!("neurogc bench: no report for the interrupted run: {e:#}")
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    if interrupted {
+        eprintln!("interrupted: what was measured is kept");
+    }
+    Ok(neurogc_bench::exit_code(done.outcome))
 }
 
 fn main() {
@@ -45,8 +65,8 @@ fn main() {
         Command::ImportTorch(args) => neurogc_train::run_import(args),
         Command::Dashboard(args) => neurogc_dashboard::run(args),
         Command::Collect(args) => neurogc_bench::run_collect(args),
-        Command::Bench(args) => neurogc_bench::run_bench(args, neurogc_report::write_report),
-        Command::Demo(args) => neurogc_bench::run_demo(args, neurogc_report::write_report),
+        Command::Bench(args) => bench(&args),
+        Command::Demo(args) => demo::run(args),
         Command::Report(args) => neurogc_report::run(args),
     };
     match result {

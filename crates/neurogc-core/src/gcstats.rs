@@ -1,5 +1,8 @@
 //! Per-generation GC statistics, accumulated from `gc.callbacks` start/stop pairs.
 
+use std::path::Path;
+
+use crate::sample::read::{BadRows, Cell, ColumnKind, CsvTable, ReadError};
 use crate::sample::GenerationSample;
 
 /// CPython's generational GC has three generations (3.14.0–3.14.4 had two; they map onto 0 and 2).
@@ -60,6 +63,75 @@ impl GcEvent {
             self.cause.as_str().to_string(),
         ]
     }
+}
+
+/// How the columns of the GC events CSV are read back.
+pub fn event_column_kind(column: &str) -> Option<ColumnKind> {
+    match column {
+        "reason" => Some(ColumnKind::Text),
+        "time" | "generation" | "pause_ms" | "collected" | "uncollectable" => {
+            Some(ColumnKind::Number)
+        }
+        _ => None,
+    }
+}
+
+/// One row of a GC events CSV, read back.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordedEvent {
+    pub time: f64,
+    pub generation: u8,
+    pub pause_ms: f64,
+    pub collected: Option<u64>,
+    pub reason: String,
+}
+
+/// Reads a GC events CSV (`shown` names it in errors): the same cell and truncated-line rules
+/// as the samples. A row without a time, generation (0–2) or pause is an error naming its line.
+pub fn read_events(
+    path: &Path,
+    shown: &str,
+) -> Result<(Vec<RecordedEvent>, Vec<String>), ReadError> {
+    let table = CsvTable::read_with(path, shown, event_column_kind, BadRows::Fail)?;
+    for required in ["generation", "pause_ms"] {
+        if !table.has(required) {
+            return Err(ReadError {
+                file: shown.to_string(),
+                line: 1,
+                message: format!(
+                    "no `{required}` column (header: {})",
+                    table.header.columns.join(",")
+                ),
+            });
+        }
+    }
+    let mut events = Vec::with_capacity(table.rows.len());
+    for row in &table.rows {
+        let bad = |message: String| ReadError {
+            file: shown.to_string(),
+            line: row.line,
+            message,
+        };
+        let generation = match table.number(row, "generation") {
+            Some(g) if g.fract() == 0.0 && (0.0..GENERATIONS as f64).contains(&g) => g as u8,
+            other => return Err(bad(format!("generation {other:?} is not 0, 1 or 2"))),
+        };
+        let pause_ms = table
+            .number(row, "pause_ms")
+            .ok_or_else(|| bad("empty pause_ms".into()))?;
+        let reason = match table.cell(row, "reason") {
+            Some(Cell::Text(s)) => s.clone(),
+            _ => String::new(),
+        };
+        events.push(RecordedEvent {
+            time: table.time(row),
+            generation,
+            pause_ms,
+            collected: table.number(row, "collected").map(|c| c as u64),
+            reason,
+        });
+    }
+    Ok((events, table.warnings))
 }
 
 /// Collections finished since the window was last taken.
@@ -136,6 +208,38 @@ mod tests {
             uncollectable: 0,
             cause: CollectionCause::Runtime,
         }
+    }
+
+    #[test]
+    fn events_read_back_as_written() {
+        let path = std::env::temp_dir().join(format!("neurogc-events-{}.csv", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let mut sink =
+            crate::csv_sink::CsvSink::open_with_columns(&path, &GcEvent::CSV_COLUMNS).unwrap();
+        let mut e = ev(2, 12_345_678, 99);
+        e.start_time = 10.5;
+        e.cause = CollectionCause::Policy;
+        sink.write_rows([e.csv_fields()]).unwrap();
+        drop(sink);
+        let (events, warnings) = read_events(&path, "gc").unwrap();
+        assert!(warnings.is_empty());
+        assert_eq!(
+            events,
+            [RecordedEvent {
+                time: 10.5,
+                generation: 2,
+                pause_ms: 12.346,
+                collected: Some(99),
+                reason: "policy".into()
+            }]
+        );
+        std::fs::write(&path, "time,generation,pause_ms\n1.5,3,0.2\n").unwrap();
+        let e = read_events(&path, "gc").unwrap_err().to_string();
+        assert!(
+            e.contains("gc:2: generation Some(3.0) is not 0, 1 or 2"),
+            "{e}"
+        );
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]

@@ -207,11 +207,7 @@ fn field_value(name: &str, v: Value) -> Result<Option<Value>, SampleError> {
 pub fn as_bool(v: &Value) -> Option<bool> {
     match v {
         Value::Bool(b) => Some(*b),
-        Value::String(s) => match s.trim() {
-            "True" | "true" | "1" => Some(true),
-            "False" | "false" | "0" => Some(false),
-            _ => None,
-        },
+        Value::String(s) => schema::parse_bool(s),
         Value::Number(n) => match n.as_f64()? {
             0.0 => Some(false),
             1.0 => Some(true),

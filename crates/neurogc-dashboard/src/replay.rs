@@ -9,9 +9,11 @@
 //! truncated row is reported with its file and line and skipped.
 
 use crate::ingest::{self, Incoming};
-use crate::schema::{self, Kind};
+use crate::schema;
 use crate::store::Store;
 use anyhow::Context as _;
+use neurogc_core::sample::read::{BadRows, CsvTable};
+use neurogc_record::{files, RunRecord};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -91,30 +93,12 @@ pub fn load(path: &Path) -> anyhow::Result<Recording> {
 /// A run directory of `neurogc collect`/`bench` (docs/runs.md): each trial's `samples.csv`, as
 /// the server named by its policy label, so repetitions of a policy continue one series.
 fn load_run(dir: &Path, rec: &mut Recording) -> anyhow::Result<()> {
-    let run_json = dir.join("run.json");
-    let run: Value = serde_json::from_str(
-        &std::fs::read_to_string(&run_json)
-            .with_context(|| format!("cannot read {}", run_json.display()))?,
-    )
-    .with_context(|| format!("{} is not JSON", run_json.display()))?;
-    let trials = run
-        .get("trials")
-        .and_then(Value::as_array)
-        .with_context(|| format!("{}: no `trials` list", run_json.display()))?;
-    for trial in trials {
-        let (Some(rel), Some(label)) = (
-            trial.get("dir").and_then(Value::as_str),
-            trial.get("label").and_then(Value::as_str),
-        ) else {
-            rec.warnings.push(format!(
-                "{}: a trial without dir or label, skipped",
-                run_json.display()
-            ));
-            continue;
-        };
-        let samples = dir.join(rel).join("samples.csv");
+    let run = RunRecord::open(dir)?;
+    rec.warnings.extend(run.warnings);
+    for trial in &run.trials {
+        let samples = trial.file(files::SAMPLES);
         if samples.is_file() {
-            load_csv(&samples, label, rec)?;
+            load_csv(&samples, trial.label(), rec)?;
         } else {
             rec.warnings
                 .push(format!("{}: missing, trial skipped", samples.display()));
@@ -146,84 +130,35 @@ fn find_csvs(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
 
 /// Appends one CSV's valid rows to `rec`; `server` names rows without a `server` column.
 fn load_csv(path: &Path, server: &str, rec: &mut Recording) -> anyhow::Result<()> {
-    let shown = path.display();
-    let mut reader = csv::ReaderBuilder::new()
-        .flexible(true)
-        .from_path(path)
-        .with_context(|| format!("cannot open {shown}"))?;
-    let header = match reader.headers() {
-        Ok(h) => h.clone(),
+    let shown = path.display().to_string();
+    let bytes = std::fs::read(path).with_context(|| format!("cannot open {shown}"))?;
+    let table = match CsvTable::parse(&shown, &bytes, BadRows::Skip) {
+        Ok(t) => t,
         Err(e) => {
-            rec.warnings
-                .push(format!("{shown}: unreadable header: {e}; file skipped"));
+            rec.warnings.push(format!("{e}; file skipped"));
             return Ok(());
         }
     };
-    let columns: Vec<String> = header.iter().map(|c| c.trim().to_string()).collect();
-    if !columns
-        .iter()
-        .any(|c| c == schema::TIME || c == schema::TIME_ALIAS)
-    {
-        rec.warnings.push(format!(
-            "{shown}: no `time` or `timestamp` column; not a sample CSV, skipped"
-        ));
-        return Ok(());
-    }
+    rec.warnings.extend(table.warnings.iter().cloned());
     let before = rec.samples.len();
-    for result in reader.records() {
-        let record = match result {
-            Ok(r) => r,
-            Err(e) => {
-                let line = e.position().map_or(0, |p| p.line());
-                rec.warnings
-                    .push(format!("{shown}:{line}: unreadable row ({e}); skipped"));
-                if e.is_io_error() {
-                    break;
-                }
-                continue;
-            }
-        };
-        let line = record.position().map_or(0, |p| p.line());
-        if record.len() != columns.len() {
-            rec.warnings.push(format!(
-                "{shown}:{line}: {} fields where the header has {} (truncated row?); skipped",
-                record.len(),
-                columns.len()
-            ));
-            continue;
-        }
+    for row in &table.rows {
         let mut obj = Map::new();
-        for (col, cell) in columns.iter().zip(record.iter()) {
-            obj.insert(col.clone(), cell_value(col, cell));
+        for (column, cell) in table.header.columns.iter().zip(&row.cells) {
+            obj.insert(column.clone(), schema::cell_json(cell));
         }
         obj.entry(schema::SERVER)
             .or_insert_with(|| Value::String(server.to_string()));
         match ingest::validate(Value::Object(obj)) {
             Ok(sample) => rec.samples.push(sample),
-            Err(e) => rec.warnings.push(format!("{shown}:{line}: {e}; skipped")),
+            Err(e) => rec
+                .warnings
+                .push(format!("{shown}:{}: {e}; skipped", row.line)),
         }
     }
     if rec.samples.len() > before {
         rec.files.push(path.to_path_buf());
     }
     Ok(())
-}
-
-/// A CSV cell as the JSON value a client would have posted: empty is unmeasured (null), text
-/// columns stay text, anything that reads as a number is one, the rest is left to validation.
-fn cell_value(column: &str, cell: &str) -> Value {
-    let cell = cell.trim();
-    if cell.is_empty() {
-        return Value::Null;
-    }
-    if column == schema::SERVER || schema::kind(column) == Some(Kind::Text) {
-        return Value::String(cell.to_string());
-    }
-    match cell.parse::<f64>() {
-        // `nan`/`inf` are how some writers spell "not measured".
-        Ok(x) => serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number),
-        Err(_) => Value::String(cell.to_string()),
-    }
 }
 
 /// Feeds the recording into the store, `speed` times faster than it was recorded; samples due
@@ -252,46 +187,50 @@ pub async fn play(store: &Store, samples: Vec<Incoming>, speed: f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn cells_become_json_values() {
-        assert_eq!(cell_value("cpu", ""), Value::Null);
-        assert_eq!(cell_value("cpu", "1.5"), json!(1.5));
-        assert_eq!(cell_value("cpu", "nan"), Value::Null);
-        assert_eq!(cell_value("gc_triggered", "True"), json!("True"));
-        assert_eq!(cell_value("policy", "0"), json!("0"));
-        assert_eq!(cell_value("server", "with_gc"), json!("with_gc"));
-    }
 
     #[test]
     fn run_directories_replay_their_trials_by_label() {
-        let dir = std::env::temp_dir().join(format!("neurogc-replay-run-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        for (trial, t0) in [
-            ("trials/01-default-r1", 10.0),
-            ("trials/02-default-r2", 20.0),
-        ] {
-            std::fs::create_dir_all(dir.join(trial)).unwrap();
+        use neurogc_record::*;
+        let root = std::env::temp_dir().join(format!("neurogc-replay-run-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let info = RunInfo {
+            schema: SCHEMA,
+            kind: RunKind::Bench,
+            name: "r".into(),
+            command: vec![],
+            created: 0.0,
+            finished: None,
+            status: RunStatus::Complete,
+            error: None,
+            app: AppInfo::Cmd {
+                command: "app {port}".into(),
+            },
+            mode: Mode::Sequential,
+            repeat: 2,
+            warmup_s: 0.0,
+            duration_s: 1.0,
+            interval_s: 1.0,
+            load: None,
+            policies: vec![PolicyEntry {
+                label: "default".into(),
+                spec: "default".into(),
+                model: None,
+            }],
+            pinning: None,
+            system: SystemInfo::default(),
+            trials: vec![],
+        };
+        let mut run = RunDir::create(&root, info).unwrap();
+        for (rep, t0) in [(1, 10.0), (2, 20.0)] {
+            let trial = run.add_trial("default", "default", rep).unwrap();
             std::fs::write(
-                dir.join(trial).join("samples.csv"),
+                trial.samples(),
                 format!("time,cpu\n{t0},1\n{},2\n", t0 + 1.0),
             )
             .unwrap();
-            std::fs::write(
-                dir.join(trial).join("gc-events.csv"),
-                format!("time,generation,pause_ms\n{t0},0,0.1\n"),
-            )
-            .unwrap();
         }
-        std::fs::write(
-            dir.join("run.json"),
-            r#"{"trials": [{"dir": "trials/01-default-r1", "label": "default", "repetition": 1},
-                           {"dir": "trials/02-default-r2", "label": "default", "repetition": 2}]}"#,
-        )
-        .unwrap();
-        let rec = load(&dir).unwrap();
-        std::fs::remove_dir_all(&dir).unwrap();
+        let rec = load(&run.path).unwrap();
+        std::fs::remove_dir_all(&root).unwrap();
         assert_eq!(rec.servers(), vec!["default"]);
         let times: Vec<f64> = rec.samples.iter().map(|s| s.time).collect();
         assert_eq!(times, vec![10.0, 11.0, 20.0, 21.0]);

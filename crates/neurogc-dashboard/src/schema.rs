@@ -1,51 +1,23 @@
-//! What each known column holds, taken from the sample schema in `neurogc-core` so the dashboard
-//! validates exactly the columns the agent writes (and follows when a column is added there).
+//! What each column holds. The rules live with the sample schema in `neurogc-core`
+//! (`sample::read`), so the dashboard validates exactly the columns the agent writes, reads a
+//! cell as every other reader does, and follows when a column is added there.
 
-use neurogc_core::sample::{Sample, Value};
-use std::collections::HashMap;
-use std::sync::OnceLock;
+pub use neurogc_core::sample::read::{
+    column_kind as kind, parse_bool, Cell, ColumnKind as Kind, SERVER, TIME, TIME_ALIAS,
+};
+use serde_json::Value;
 
-/// How a column's value is checked and kept.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    /// A number or null.
-    Number,
-    /// A boolean; also `"True"`/`"False"` (as the seed's CSVs and Python's `str(bool)` write it),
-    /// `0`/`1`, or null.
-    Bool,
-    /// A string or null.
-    Text,
-}
-
-/// The sample's own name for the server is not a schema column: every ingested sample needs it.
-pub const SERVER: &str = "server";
-/// Unix seconds; the seed's benchmark CSVs call it `timestamp`.
-pub const TIME: &str = "time";
-pub const TIME_ALIAS: &str = "timestamp";
 /// Fields the dashboard adds to every sample it stores; a client may not set them.
 pub const RESERVED: [&str; 2] = ["seq", "ingest_ms"];
 
-fn kinds() -> &'static HashMap<String, Kind> {
-    static KINDS: OnceLock<HashMap<String, Kind>> = OnceLock::new();
-    KINDS.get_or_init(|| {
-        Sample::default()
-            .fields()
-            .into_iter()
-            .map(|(name, value)| {
-                let kind = match value {
-                    Value::Float(_) | Value::Int(_) => Kind::Number,
-                    Value::Bool(_) => Kind::Bool,
-                    Value::Text(_) => Kind::Text,
-                };
-                (name, kind)
-            })
-            .collect()
-    })
-}
-
-/// The kind of a known column; `None` for a column the schema does not know (kept if numeric).
-pub fn kind(column: &str) -> Option<Kind> {
-    kinds().get(column).copied()
+/// A cell of a sample CSV as the JSON value a client would have posted.
+pub fn cell_json(cell: &Cell) -> Value {
+    match cell {
+        Cell::Empty => Value::Null,
+        Cell::Number(x) => serde_json::Number::from_f64(*x).map_or(Value::Null, Value::Number),
+        Cell::Bool(b) => Value::Bool(*b),
+        Cell::Text(s) => Value::String(s.clone()),
+    }
 }
 
 #[cfg(test)]
@@ -60,7 +32,16 @@ mod tests {
         assert_eq!(kind("gc_triggered"), Some(Kind::Bool));
         assert_eq!(kind("gc_enabled"), Some(Kind::Bool));
         assert_eq!(kind("policy_reason"), Some(Kind::Text));
-        assert_eq!(kind("server"), None);
+        assert_eq!(kind("server"), Some(Kind::Text));
         assert_eq!(kind("my_extra_metric"), None);
+    }
+
+    #[test]
+    fn cells_become_json_values() {
+        use serde_json::json;
+        assert_eq!(cell_json(&Cell::Empty), Value::Null);
+        assert_eq!(cell_json(&Cell::Number(1.5)), json!(1.5));
+        assert_eq!(cell_json(&Cell::Bool(true)), json!(true));
+        assert_eq!(cell_json(&Cell::Text("0".into())), json!("0"));
     }
 }

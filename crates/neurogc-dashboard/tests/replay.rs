@@ -61,10 +61,16 @@ fn run_directory_names_servers_by_file_and_reports_bad_rows() {
         w.contains("default.csv:4: 6 fields where the header has 13"),
         "{w}"
     );
-    assert!(w.contains("samples.csv:3: field `cpu`"), "{w}");
-    assert!(w.contains("samples.csv:4: field `gc_triggered`"), "{w}");
     assert!(
-        w.contains("load-stats.csv: no `time` or `timestamp` column"),
+        w.contains("samples.csv:3: column \"cpu\": \"oops\" is not a number; skipped"),
+        "{w}"
+    );
+    assert!(
+        w.contains("samples.csv:4: column \"gc_triggered\": \"maybe\" is not a boolean"),
+        "{w}"
+    );
+    assert!(
+        w.contains("load-stats.csv:1: no `time` or `timestamp` column"),
         "{w}"
     );
     assert_eq!(rec.files.len(), 2);

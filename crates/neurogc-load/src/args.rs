@@ -3,13 +3,17 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use neurogc_units::parse_duration;
 
 use crate::client::Target;
 use crate::schedule::{Arrivals, Turns, Wait};
 use crate::tasks::TaskSet;
 
 /// `neurogc load`: closed loop (`--users`) or open loop (`--rate`) against one or more hosts.
-#[derive(clap::Args, Debug, Clone)]
+///
+/// Other crates that run the load generator as a process build one of these and pass
+/// [`LoadArgs::to_args`], so the flag grammar has one home: this struct.
+#[derive(clap::Args, Debug, Clone, PartialEq)]
 pub struct LoadArgs {
     /// Target base URL, http://HOST[:PORT][/PREFIX]. Repeat to load several targets with the same
     /// schedule at the same time; each gets its own statistics.
@@ -91,7 +95,132 @@ pub struct LoadArgs {
     pub seed: Option<u64>,
 }
 
-/// How load is offered.
+/// How load is offered, as recorded in a run (`run.json`'s `load`) and given to
+/// [`LoadArgs::set_shape`].
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "mode", rename_all = "lowercase")]
+pub enum Shape {
+    /// Locust's closed loop.
+    Closed {
+        users: u64,
+        spawn_rate: f64,
+        wait_min_s: f64,
+        wait_max_s: f64,
+    },
+    /// wrk2's open loop at a constant rate per host.
+    Open { rate: f64 },
+}
+
+/// Parses `neurogc load`'s flags (for [`LoadArgs::for_hosts`] and the round-trip test).
+#[derive(clap::Parser)]
+#[command(no_binary_name = true)]
+struct Flags {
+    #[command(flatten)]
+    args: LoadArgs,
+}
+
+impl LoadArgs {
+    /// The flags' defaults, loading `hosts`.
+    pub fn for_hosts(hosts: &[String]) -> LoadArgs {
+        use clap::Parser;
+        let mut args = Flags::parse_from(["--host", "http://127.0.0.1"]).args;
+        args.hosts = hosts.to_vec();
+        args
+    }
+
+    /// Closed or open loop as `shape` says.
+    pub fn set_shape(&mut self, shape: &Shape) {
+        match *shape {
+            Shape::Closed {
+                users,
+                spawn_rate,
+                wait_min_s,
+                wait_max_s,
+            } => {
+                self.users = Some(users);
+                self.spawn_rate = Some(spawn_rate);
+                self.wait_min = Some(wait_min_s);
+                self.wait_max = Some(wait_max_s);
+                self.rate = None;
+            }
+            Shape::Open { rate } => {
+                self.rate = Some(rate);
+                (self.users, self.spawn_rate) = (None, None);
+                (self.wait, self.wait_min, self.wait_max) = (None, None, None);
+            }
+        }
+    }
+
+    /// The command-line flags that parse back into `self` (`neurogc load <flags>`).
+    pub fn to_args(&self) -> Vec<std::ffi::OsString> {
+        let mut out: Vec<std::ffi::OsString> = Vec::new();
+        let mut flag = |name: &str, value: Option<String>| {
+            out.push(name.into());
+            if let Some(v) = value {
+                out.push(v.into());
+            }
+        };
+        let ms = |d: Duration| format!("{}ms", d.as_secs_f64() * 1e3);
+        for h in &self.hosts {
+            flag("--host", Some(h.clone()));
+        }
+        if let Some(u) = self.users {
+            flag("--users", Some(u.to_string()));
+        }
+        if let Some(r) = self.spawn_rate {
+            flag("--spawn-rate", Some(r.to_string()));
+        }
+        if let Some(d) = self.run_time {
+            flag("--run-time", Some(ms(d)));
+        }
+        if let Some(w) = &self.wait {
+            flag("--wait", Some(w.clone()));
+        }
+        if let Some(w) = self.wait_min {
+            flag("--wait-min", Some(w.to_string()));
+        }
+        if let Some(w) = self.wait_max {
+            flag("--wait-max", Some(w.to_string()));
+        }
+        if let Some(r) = self.rate {
+            flag("--rate", Some(r.to_string()));
+            if let Some(a) = self.arrivals {
+                let name = clap::ValueEnum::to_possible_value(&a).map(|v| v.get_name().to_string());
+                flag("--arrivals", name);
+            }
+            flag("--max-in-flight", Some(self.max_in_flight.to_string()));
+            if let Some(d) = self.alternate {
+                flag("--alternate", Some(ms(d)));
+            }
+        }
+        flag("--late-threshold", Some(ms(self.late_threshold)));
+        flag("--timeout", Some(ms(self.timeout)));
+        if self.headless {
+            flag("--headless", None);
+        }
+        if self.quiet {
+            flag("--quiet", None);
+        }
+        if let Some(s) = self.seed {
+            flag("--seed", Some(s.to_string()));
+        }
+        let mut paths: Vec<std::ffi::OsString> = Vec::new();
+        for (name, path) in [
+            ("--tasks", &self.tasks),
+            ("--json-out", &self.json_out),
+            ("--hdr-out", &self.hdr_out),
+        ] {
+            if let Some(p) = path {
+                paths.push(name.into());
+                paths.push(p.clone().into_os_string());
+            }
+        }
+        out.extend(paths);
+        out
+    }
+}
+
+/// How load is offered, validated.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Mode {
     /// Locust semantics: each user sends, waits for the answer, waits `wait`, repeats.
@@ -205,12 +334,9 @@ impl Config {
                 }
             }
         };
-        let seed = a.seed.unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(0)
-        });
+        let seed = a
+            .seed
+            .unwrap_or_else(|| (neurogc_units::unix_now() * 1e9) as u64);
         Ok(Config {
             targets,
             tasks,
@@ -238,52 +364,6 @@ fn parse_wait(s: &str) -> Result<Wait> {
     Wait::new(num(lo)?, num(hi)?)
 }
 
-/// Parses `30s`, `1m`, `1m30s`, `1h`, `250ms`, `1.5s` or a bare number of seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let text = s.trim();
-    if text.is_empty() {
-        return Err("empty duration".into());
-    }
-    if let Ok(secs) = text.parse::<f64>() {
-        return seconds(secs, s);
-    }
-    let mut total = 0.0;
-    let mut rest = text;
-    while !rest.is_empty() {
-        let num_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let unit_len = rest[num_len..]
-            .find(|c: char| !c.is_ascii_alphabetic())
-            .unwrap_or(rest.len() - num_len);
-        let (num, unit) = (&rest[..num_len], &rest[num_len..num_len + unit_len]);
-        let value: f64 = num
-            .parse()
-            .map_err(|_| format!("{s:?} is not a duration (try 30s, 1m30s, 1h)"))?;
-        let scale = match unit {
-            "h" => 3600.0,
-            "m" => 60.0,
-            "s" => 1.0,
-            "ms" => 0.001,
-            _ => {
-                return Err(format!(
-                    "unknown unit {unit:?} in {s:?} (use h, m, s or ms)"
-                ))
-            }
-        };
-        total += value * scale;
-        rest = &rest[num_len + unit_len..];
-    }
-    seconds(total, s)
-}
-
-fn seconds(secs: f64, original: &str) -> Result<Duration, String> {
-    if !secs.is_finite() || !(0.0..=366.0 * 86400.0).contains(&secs) {
-        return Err(format!("{original:?} is out of range"));
-    }
-    Ok(Duration::from_secs_f64(secs))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -300,25 +380,41 @@ mod tests {
         Config::from_args(cli.args)
     }
 
-    fn error(argv: &[&str]) -> String {
-        format!("{:#}", config(argv).unwrap_err())
+    #[test]
+    fn to_args_parses_back_into_the_same_flags() {
+        let hosts = [
+            "http://127.0.0.1:1".to_string(),
+            "http://127.0.0.1:2".to_string(),
+        ];
+        let mut open = LoadArgs::for_hosts(&hosts);
+        open.set_shape(&Shape::Open { rate: 37.5 });
+        open.alternate = Some(Duration::from_millis(2500));
+        open.arrivals = Some(Arrivals::Poisson);
+        open.run_time = Some(Duration::from_millis(12_345));
+        open.timeout = Duration::from_secs(3);
+        open.seed = Some(42);
+        open.quiet = true;
+        open.tasks = Some("tasks dir/t.toml".into());
+        open.json_out = Some("out.jsonl".into());
+        open.hdr_out = Some("hdr".into());
+        let mut closed = LoadArgs::for_hosts(&hosts[..1]);
+        closed.set_shape(&Shape::Closed {
+            users: 20,
+            spawn_rate: 2.5,
+            wait_min_s: 0.1,
+            wait_max_s: 0.5,
+        });
+        closed.headless = true;
+        for args in [open, closed] {
+            let mut back = Flags::try_parse_from(args.to_args()).unwrap().args;
+            assert_eq!(back, args);
+            back.tasks = None; // the file does not exist; everything else validates
+            Config::from_args(back).unwrap();
+        }
     }
 
-    #[test]
-    fn durations() {
-        let d = |s| parse_duration(s).unwrap();
-        assert_eq!(d("30s"), Duration::from_secs(30));
-        assert_eq!(d("1m"), Duration::from_secs(60));
-        assert_eq!(d("1m30s"), Duration::from_secs(90));
-        assert_eq!(d("1h"), Duration::from_secs(3600));
-        assert_eq!(d("1h30m"), Duration::from_secs(5400));
-        assert_eq!(d("250ms"), Duration::from_millis(250));
-        assert_eq!(d("90"), Duration::from_secs(90));
-        assert_eq!(d("1.5s"), Duration::from_millis(1500));
-        assert!(parse_duration("1x").unwrap_err().contains("unknown unit"));
-        assert!(parse_duration("").is_err());
-        assert!(parse_duration("s").is_err());
-        assert!(parse_duration("-3").is_err());
+    fn error(argv: &[&str]) -> String {
+        format!("{:#}", config(argv).unwrap_err())
     }
 
     #[test]

@@ -13,11 +13,12 @@ use tokio::time::{sleep_until, timeout, Instant};
 
 use crate::args::{Config, Mode};
 use crate::client::{self, Conn, FailKind, Prepared};
-use crate::report::{unix, Reporter, Summary};
+use crate::report::{Reporter, Summary};
 use crate::schedule::{spawn_offset, ArrivalClock, Wait};
 use crate::stats::Stats;
 use crate::timer::Sleeper;
 use neurogc_rng::Rng;
+use neurogc_units::unix;
 
 /// Runs the load described by `cfg` to its end (or Ctrl-C) and returns the summary.
 pub fn execute(cfg: Config) -> Result<Summary> {

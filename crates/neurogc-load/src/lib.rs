@@ -26,9 +26,9 @@ pub mod stats;
 pub mod tasks;
 mod timer;
 
-pub use args::{Config, LoadArgs, Mode};
+pub use args::{Config, LoadArgs, Mode, Shape};
 pub use engine::execute;
-pub use report::Summary;
+pub use report::{read_json_lines, Output, Summary};
 pub use stats::Row;
 
 /// Runs `neurogc load`. Returns the process exit code: 0 if every request succeeded, 1 if some

@@ -2,18 +2,19 @@
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result};
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
+use neurogc_units::fmt_ms;
 use serde::{Deserialize, Serialize};
 
 use crate::args::{Config, Mode};
 use crate::stats::{Row, RowContext, Snapshot};
 
 /// The last line of `--json-out`: the run's parameters and its totals per host and task.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     #[serde(rename = "type")]
     pub kind: String,
@@ -43,6 +44,74 @@ pub struct Summary {
     pub dropped: u64,
     /// `"type": "total"` rows: every host × task, then the host's "all".
     pub rows: Vec<Row>,
+}
+
+impl Summary {
+    /// The whole-run row of `host` (all its tasks).
+    pub fn total(&self, host: &str) -> Option<&Row> {
+        self.rows.iter().find(|r| r.host == host && r.task == "all")
+    }
+
+    /// The summary as if `host` had been the only target: its rows, its totals.
+    pub fn for_host(&self, host: &str) -> Summary {
+        let mut s = self.clone();
+        s.hosts = vec![host.to_string()];
+        s.rows.retain(|r| r.host == host);
+        if let Some(total) = s.total(host).cloned() {
+            s.requests = total.requests;
+            s.failures = total.failures;
+            s.late_starts = total.late_starts;
+            s.dropped = total.dropped;
+            s.achieved_rate = total.rps;
+        }
+        s
+    }
+}
+
+/// What a `--json-out` file holds: the per-second rows and, when the run finished, the summary.
+#[derive(Debug, Clone, Default)]
+pub struct Output {
+    pub rows: Vec<Row>,
+    pub summary: Option<Summary>,
+    /// A skipped incomplete last line, named `shown:line:`.
+    pub warnings: Vec<String>,
+}
+
+/// Reads a `--json-out` file (`shown` names it in errors). A last line without a line end is
+/// what a killed load generator leaves: skipped with a warning. Any other malformed line is an
+/// error naming it.
+pub fn read_json_lines(path: &Path, shown: &str) -> Result<Output> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("{shown}: cannot read"))?;
+    let mut out = Output::default();
+    let complete = text.is_empty() || text.ends_with('\n');
+    let count = text.lines().count();
+    for (i, line) in text.lines().enumerate() {
+        let line_no = i + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let parsed = serde_json::from_str::<serde_json::Value>(line)
+            .map_err(|e| format!("malformed JSON: {e}"))
+            .and_then(
+                |v| match v.get("type").and_then(serde_json::Value::as_str) {
+                    Some("summary") => serde_json::from_value::<Summary>(v)
+                        .map(|s| out.summary = Some(s))
+                        .map_err(|e| format!("not a load summary: {e}")),
+                    Some(_) => serde_json::from_value::<Row>(v)
+                        .map(|r| out.rows.push(r))
+                        .map_err(|e| format!("not a load row: {e}")),
+                    None => Err("no \"type\"".into()),
+                },
+            );
+        match parsed {
+            Ok(()) => {}
+            Err(e) if line_no == count && !complete => out.warnings.push(format!(
+                "{shown}:{line_no}: incomplete last line (no line end: the writer stopped mid-line; {e}); skipped"
+            )),
+            Err(e) => anyhow::bail!("{shown}:{line_no}: {e}"),
+        }
+    }
+    Ok(out)
 }
 
 /// Turns snapshots into rows and sends them where the flags asked.
@@ -102,7 +171,7 @@ impl Reporter {
         elapsed: Duration,
         interval: Duration,
     ) -> Vec<Row> {
-        let unix_time = unix(self.started + elapsed);
+        let unix_time = neurogc_units::unix(self.started + elapsed);
         snaps
             .iter()
             .map(|s| {
@@ -188,29 +257,6 @@ fn write_json_lines(w: &mut Box<dyn Write>, rows: &[Row]) -> io::Result<()> {
     w.flush()
 }
 
-pub fn unix(t: SystemTime) -> f64 {
-    t.duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
-}
-
-/// Unix seconds as UTC `[year, month, day, hour, minute, second]`, for run directory names and
-/// reports without a date library (civil-from-days, Howard Hinnant's method).
-pub fn utc_fields(unix: f64) -> [i64; 6] {
-    let secs = unix.max(0.0) as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    [year, month, day, rem / 3600, rem % 3600 / 60, rem % 60]
-}
-
 /// One HdrHistogram interval log per host: untagged intervals are all of the host's requests,
 /// intervals tagged with a task name are that task's. Values are microseconds.
 struct HdrLog {
@@ -265,29 +311,10 @@ impl HdrLog {
 /// `http://127.0.0.1:8001/api` → `127.0.0.1_8001_api`.
 /// Where `--hdr-out DIR` puts the histogram log of the host `url`.
 pub fn hdr_log_path(dir: &Path, url: &str) -> PathBuf {
-    dir.join(format!("{}.hlog", slug(url)))
-}
-
-fn slug(url: &str) -> String {
-    let s = url.trim_start_matches("http://");
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
-fn fmt_ms(v: Option<f64>) -> String {
-    match v {
-        None => "-".into(),
-        Some(x) if x >= 100.0 => format!("{x:.0}"),
-        Some(x) if x >= 10.0 => format!("{x:.1}"),
-        Some(x) => format!("{x:.2}"),
-    }
+    dir.join(format!(
+        "{}.hlog",
+        neurogc_units::slug(url.trim_start_matches("http://"))
+    ))
 }
 
 /// A plain-text table of rows, Locust-like: one line per host and task.
@@ -387,9 +414,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn slugs_are_file_names() {
-        assert_eq!(slug("http://127.0.0.1:8001/api"), "127.0.0.1_8001_api");
-        assert_eq!(slug("http://[::1]:80"), "___1__80");
+    fn histogram_logs_are_named_after_their_host() {
+        let p = |url| hdr_log_path(Path::new("d"), url);
+        assert_eq!(
+            p("http://127.0.0.1:8001/api"),
+            Path::new("d/127.0.0.1_8001_api.hlog")
+        );
+        assert_eq!(p("http://[::1]:80"), Path::new("d/___1__80.hlog"));
     }
 
     #[test]

@@ -151,7 +151,7 @@ pub fn analyse(run: &RunData, floors: Option<Floors>) -> Analysis {
     let trials: Vec<TrialMetrics> = run
         .trials
         .iter()
-        .map(|t| trial::compute(t, run.info.interval_s))
+        .map(|t| trial::compute(t, Some(run.info.interval_s)))
         .collect();
     let policies: Vec<PolicyStats> = run
         .info

@@ -155,7 +155,7 @@ impl ChartData {
             p99: Vec::new(),
             rps: Vec::new(),
             gc: [Vec::new(), Vec::new(), Vec::new()],
-            x_max: run.info.duration_s.unwrap_or(0.0),
+            x_max: run.info.duration_s,
             trials: 0,
         };
         for t in &run.trials {
@@ -199,7 +199,11 @@ impl ChartData {
             d.rps.push(rps);
             if let Some(events) = &t.gc_events {
                 for e in events.iter().filter(|e| inside(e.time)) {
-                    d.gc[e.generation.min(2)].push((policy, e.time - start, e.pause_ms));
+                    d.gc[usize::from(e.generation.min(2))].push((
+                        policy,
+                        e.time - start,
+                        e.pause_ms,
+                    ));
                 }
             }
         }

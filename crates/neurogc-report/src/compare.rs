@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use neurogc_record::RunStatus;
 use neurogc_stats::Comparison;
 
 use crate::aggregate::{bootstrap, mark, Analysis, Cell};
@@ -50,13 +51,7 @@ fn model_kind(run: &RunData, label: &str) -> String {
         .iter()
         .find(|p| p.label == label)
         .and_then(|p| p.model.as_ref())
-        .and_then(|m| {
-            m.get("architecture")
-                .and_then(|a| a.get("kind"))
-                .or_else(|| m.get("kind"))
-        })
-        .and_then(|k| k.as_str())
-        .map(str::to_string)
+        .map(|m| m.architecture.name().to_string())
         .unwrap_or_else(|| "—".into())
 }
 
@@ -77,10 +72,10 @@ pub fn render(runs: &[Analysed], floors: Option<&Floors>) -> String {
             i + 1,
             r.name,
             info.kind,
-            info.created.map_or("n/a".into(), utc),
+            utc(info.created),
             info.status,
-            info.mode.as_deref().unwrap_or("n/a"),
-            cell_text(&load_text(&info.load)),
+            info.mode,
+            cell_text(&load_text(info.load.as_ref())),
             r.analysis.trials.len(),
             cell_text(&format!(
                 "{} × {}",
@@ -274,16 +269,16 @@ fn comparability(runs: &[Analysed]) -> Vec<String> {
             r.info.system.cpu_model.as_deref().unwrap_or("?")
         )
     });
-    check("load", &|r| load_text(&r.info.load));
-    check("mode", &|r| r.info.mode.clone().unwrap_or_default());
+    check("load", &|r| load_text(r.info.load.as_ref()));
+    check("mode", &|r| r.info.mode.to_string());
     check("measured time per trial", &|r| {
-        r.info.duration_s.map_or("?".into(), format::seconds)
+        format::seconds(r.info.duration_s)
     });
     check("Python", &|r| {
         r.info.system.python.clone().unwrap_or_default()
     });
     for r in runs {
-        if r.run.info.status != "complete" {
+        if r.run.info.status != RunStatus::Complete {
             out.push(format!("`{}` is {}", r.name, r.run.info.status));
         }
     }

@@ -1,6 +1,5 @@
 //! Number, interval, percentage and date formatting for the Markdown.
 
-use neurogc_load::report::utc_fields;
 use neurogc_stats::ConfidenceInterval;
 
 use crate::aggregate::{Cell, Mark};
@@ -142,17 +141,7 @@ pub fn bytes(b: f64) -> String {
     }
 }
 
-/// Unix seconds as `2026-11-22 08:04:46 UTC`.
-pub fn utc(unix: f64) -> String {
-    let [y, mo, d, h, mi, s] = utc_fields(unix);
-    format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02} UTC")
-}
-
-/// Unix seconds as ISO 8601, `2026-11-22T08:04:46Z`.
-pub fn iso(unix: f64) -> String {
-    let [y, mo, d, h, mi, s] = utc_fields(unix);
-    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
-}
+pub use neurogc_units::{utc_iso as iso, utc_text as utc};
 
 /// Escapes a value for a Markdown table cell.
 pub fn cell_text(s: &str) -> String {

@@ -150,25 +150,19 @@ pub fn aa_floor_file(run: &RunData, analysis: &Analysis) -> Result<FloorFile> {
     }
     let info = &run.info;
     let mut protocol = Vec::new();
-    if let Some(m) = &info.mode {
-        protocol.push(m.clone());
-    }
+    protocol.push(info.mode.to_string());
     let per_policy: Vec<String> = analysis
         .policies
         .iter()
         .map(|p| p.used.len().to_string())
         .collect();
     protocol.push(format!("trials per policy {}", per_policy.join("/")));
-    if let Some(w) = info.warmup_s {
-        protocol.push(format!("warm-up {}", format::seconds(w)));
-    }
-    if let Some(d) = info.duration_s {
-        protocol.push(format!("{} per trial", format::seconds(d)));
-    }
-    protocol.push(markdown::load_text(&info.load));
+    protocol.push(format!("warm-up {}", format::seconds(info.warmup_s)));
+    protocol.push(format!("{} per trial", format::seconds(info.duration_s)));
+    protocol.push(markdown::load_text(info.load.as_ref()));
     Ok(FloorFile {
         schema: 1,
-        measured: info.created.map(format::iso),
+        measured: Some(format::iso(info.created)),
         run: Some(info.name.clone()),
         command: (!info.command.is_empty()).then(|| info.command.join(" ")),
         protocol: Some(protocol.join(", ")),

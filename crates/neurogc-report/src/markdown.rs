@@ -2,7 +2,9 @@
 
 use std::fmt::Write as _;
 
-use serde_json::Value;
+use neurogc_load::Shape;
+use neurogc_model::ModelMeta;
+use neurogc_record::{AppInfo, LoadInfo, RateSource, RunKind, RunStatus};
 
 use crate::aggregate::{Analysis, PolicyStats, AA_P99_BOUND};
 use crate::charts::Charts;
@@ -15,14 +17,12 @@ use crate::trial::Usable;
 pub fn render(run: &RunData, a: &Analysis, charts: &Charts, warnings: &[String]) -> String {
     let mut md = String::new();
     let info = &run.info;
-    let collect = info.kind == "collect" || a.policies.len() == 1;
+    let collect = info.kind == RunKind::Collect || a.policies.len() == 1;
     let _ = writeln!(md, "# NeuroGC {}: {}\n", info.kind, cell_text(&info.name));
     let mut line = vec![format!("status **{}**", info.status)];
-    if let Some(c) = info.created {
-        line.push(format!("started {}", utc(c)));
-    }
-    if let (Some(c), Some(f)) = (info.created, info.finished) {
-        line.push(format!("took {}", seconds((f - c).round())));
+    line.push(format!("started {}", utc(info.created)));
+    if let Some(f) = info.finished {
+        line.push(format!("took {}", seconds((f - info.created).round())));
     }
     line.push(format!("{} trials", a.trials.len()));
     if !collect {
@@ -57,15 +57,15 @@ pub fn render(run: &RunData, a: &Analysis, charts: &Charts, warnings: &[String])
 /// Loud notes at the top: the run or trials did not finish, a policy has no complete trial.
 fn flags(md: &mut String, run: &RunData, a: &Analysis) {
     let mut out = Vec::new();
-    match run.info.status.as_str() {
-        "complete" => {}
-        "running" => out.push(
+    match run.info.status {
+        RunStatus::Complete => {}
+        RunStatus::Running => out.push(
             "the run is **still running** (or died without recording its end): this report shows what was measured so far".to_string(),
         ),
-        "interrupted" => out.push(
+        RunStatus::Interrupted => out.push(
             "the run was **interrupted**: this report shows what was measured before".to_string(),
         ),
-        other => out.push(format!(
+        other @ RunStatus::Failed => out.push(format!(
             "the run ended with status **{other}**{}: this report shows what was measured",
             run.info
                 .error
@@ -74,14 +74,12 @@ fn flags(md: &mut String, run: &RunData, a: &Analysis) {
                 .unwrap_or_default()
         )),
     }
-    let expected = run
-        .info
-        .repeat
-        .map(|r| r as usize * run.info.policies.len());
-    if let Some(n) = expected {
-        if run.info.kind == "bench" && a.trials.len() < n {
-            out.push(format!("{} of the {n} planned trials ran", a.trials.len()));
-        }
+    let expected = run.info.repeat as usize * run.info.policies.len();
+    if run.info.kind == RunKind::Bench && a.trials.len() < expected {
+        out.push(format!(
+            "{} of the {expected} planned trials ran",
+            a.trials.len()
+        ));
     }
     for t in &a.trials {
         if t.usable != Usable::Complete {
@@ -459,60 +457,48 @@ fn charts_section(md: &mut String, charts: &Charts) {
     }
 }
 
-fn get_str<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
-
-fn get_f64(v: &Value, key: &str) -> Option<f64> {
-    v.get(key).and_then(Value::as_f64)
-}
-
 /// The load as a sentence, from `run.json`'s `load`.
-pub fn load_text(load: &Value) -> String {
-    match get_str(load, "mode") {
-        Some("closed") => {
-            let mut s = format!(
-                "closed loop (Locust style): {} users",
-                get_f64(load, "users").map_or("?".into(), num)
+pub fn load_text(load: Option<&LoadInfo>) -> String {
+    let Some(load) = load else {
+        return "not recorded".into();
+    };
+    let mut s = match load.shape {
+        Shape::Closed {
+            users,
+            spawn_rate,
+            wait_min_s,
+            wait_max_s,
+        } => format!(
+            "closed loop (Locust style): {users} users, spawn {}/s, wait {}–{} s",
+            num(spawn_rate),
+            num(wait_min_s),
+            num(wait_max_s)
+        ),
+        Shape::Open { rate } => format!("open loop (wrk2 style): {} req/s", num(rate)),
+    };
+    match (&load.rate_source, &load.auto) {
+        (RateSource::Auto, Some(auto)) => {
+            let _ = write!(
+                s,
+                "; rate auto: sustainable {} req/s found for {}, run at {}",
+                num(auto.sustainable_rps),
+                auto.limited_by,
+                pct_abs(auto.fraction)
             );
-            if let Some(r) = get_f64(load, "spawn_rate") {
-                let _ = write!(s, ", spawn {}/s", num(r));
-            }
-            if let (Some(a), Some(b)) = (get_f64(load, "wait_min_s"), get_f64(load, "wait_max_s")) {
-                let _ = write!(s, ", wait {}–{} s", num(a), num(b));
-            }
-            s
         }
-        Some("open") => {
-            let rate = get_f64(load, "rate").map_or("?".into(), num);
-            let mut s = format!("open loop (wrk2 style): {rate} req/s");
-            if get_str(load, "rate_source") == Some("auto") {
-                if let Some(auto) = load.get("auto") {
-                    let _ = write!(
-                        s,
-                        "; rate auto: sustainable {} req/s found for {}, run at {}",
-                        get_f64(auto, "sustainable_rps").map_or("?".into(), num),
-                        get_str(auto, "limited_by").unwrap_or("?"),
-                        get_f64(auto, "fraction").map_or("?".into(), pct_abs)
-                    );
-                } else {
-                    s.push_str(" (rate auto)");
-                }
-            }
-            if let Some(slice) = get_f64(load, "alternate_s") {
-                let _ = write!(
-                    s,
-                    "; the servers took turns under it, {} each, so each was loaded for \
-                     its share of the trial: latency and RPS are over its turns, while CPU, \
-                     memory, disk and network averages span the whole trial, idle turns included",
-                    seconds(slice)
-                );
-            }
-            s
-        }
-        _ if load.is_null() => "not recorded".into(),
-        _ => format!("`{load}`"),
+        (RateSource::Auto, None) => s.push_str(" (rate auto)"),
+        (RateSource::Fixed, _) => {}
     }
+    if let Some(slice) = load.alternate_s {
+        let _ = write!(
+            s,
+            "; the servers took turns under it, {} each, so each was loaded for \
+             its share of the trial: latency and RPS are over its turns, while CPU, \
+             memory, disk and network averages span the whole trial, idle turns included",
+            seconds(slice)
+        );
+    }
+    s
 }
 
 fn configuration(md: &mut String, run: &RunData) {
@@ -521,23 +507,17 @@ fn configuration(md: &mut String, run: &RunData) {
     let row = |md: &mut String, k: &str, v: String| {
         let _ = writeln!(md, "| {k} | {} |", cell_text(&v));
     };
-    row(md, "kind", info.kind.clone());
-    if let Some(m) = &info.mode {
-        row(md, "mode", m.clone());
-    }
-    if let Some(r) = info.repeat {
-        row(md, "repetitions per policy", r.to_string());
-    }
-    if let Some(w) = info.warmup_s {
-        row(md, "warm-up per trial (not measured)", seconds(w));
-    }
-    if let Some(d) = info.duration_s {
-        row(md, "measured per trial", seconds(d));
-    }
-    if let Some(i) = info.interval_s {
-        row(md, "sample interval", seconds(i));
-    }
-    row(md, "load", load_text(&info.load));
+    row(md, "kind", info.kind.to_string());
+    row(md, "mode", info.mode.to_string());
+    row(md, "repetitions per policy", info.repeat.to_string());
+    row(
+        md,
+        "warm-up per trial (not measured)",
+        seconds(info.warmup_s),
+    );
+    row(md, "measured per trial", seconds(info.duration_s));
+    row(md, "sample interval", seconds(info.interval_s));
+    row(md, "load", load_text(info.load.as_ref()));
     row(
         md,
         "pinning",
@@ -549,18 +529,13 @@ fn configuration(md: &mut String, run: &RunData) {
             None => "none".into(),
         },
     );
-    if !info.app.is_null() {
-        let app = match (get_str(&info.app, "kind"), get_str(&info.app, "command")) {
-            (Some(k), Some(c)) => {
-                let scenario = get_str(&info.app, "scenario")
-                    .map(|s| format!(", scenario {s}"))
-                    .unwrap_or_default();
-                format!("{k}{scenario}: `{c}`")
-            }
-            _ => format!("`{}`", info.app),
-        };
-        row(md, "app", app);
-    }
+    let app = match &info.app {
+        AppInfo::Demo {
+            scenario, command, ..
+        } => format!("demo, scenario {scenario}: `{command}`"),
+        AppInfo::Cmd { command } => format!("cmd: `{command}`"),
+    };
+    row(md, "app", app);
     if !info.command.is_empty() {
         row(md, "command", format!("`{}`", info.command.join(" ")));
     }
@@ -571,12 +546,12 @@ fn configuration(md: &mut String, run: &RunData) {
             md,
             "Rate auto: sustainable {} req/s found for **{}**, run at {} = {} req/s. Probes of {} \
              each, from {} req/s, doubling, then bisecting.\n",
-            rs.sustainable_rps.map_or("?".into(), num),
-            cell_text(rs.limited_by.as_deref().unwrap_or("?")),
-            rs.fraction.map_or("?".into(), pct_abs),
-            rs.rate.map_or("?".into(), num),
-            rs.probe_s.map_or("?".into(), seconds),
-            rs.start_rps.map_or("?".into(), num),
+            num(rs.sustainable_rps),
+            cell_text(&rs.limited_by),
+            pct_abs(rs.fraction),
+            num(rs.rate),
+            seconds(rs.probe_s),
+            num(rs.start_rps),
         );
         let _ = writeln!(
             md,
@@ -590,17 +565,13 @@ fn configuration(md: &mut String, run: &RunData) {
                     "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                     cell_text(&p.label),
                     num(pr.rate),
-                    o(pr.achieved),
+                    num(pr.achieved),
                     o(pr.p50_ms),
                     o(pr.p99_ms),
-                    pr.failures.map_or("n/a".into(), |x| x.to_string()),
-                    pr.dropped.map_or("n/a".into(), |x| x.to_string()),
-                    match pr.sustained {
-                        Some(true) => "yes",
-                        Some(false) => "no",
-                        None => "?",
-                    },
-                    cell_text(pr.verdict.as_deref().unwrap_or(""))
+                    pr.failures,
+                    pr.dropped,
+                    if pr.sustained { "yes" } else { "no" },
+                    cell_text(&pr.verdict)
                 );
             }
         }
@@ -609,70 +580,71 @@ fn configuration(md: &mut String, run: &RunData) {
 }
 
 /// Key fields of a `model.json`, in one line.
-pub fn model_text(model: &Value) -> String {
+pub fn model_text(model: &ModelMeta) -> String {
     let mut parts = Vec::new();
-    if let Some(arch) = model.get("architecture") {
-        let kind = get_str(arch, "kind").unwrap_or("?");
-        let params: Vec<String> = arch
-            .as_object()
-            .map(|o| {
-                o.iter()
-                    .filter(|(k, _)| k.as_str() != "kind")
-                    .map(|(k, v)| format!("{k} {v}"))
-                    .collect()
-            })
-            .unwrap_or_default();
-        parts.push(if params.is_empty() {
-            format!("**{kind}**")
-        } else {
-            format!("**{kind}** ({})", params.join(", "))
-        });
-    } else if let Some(kind) = get_str(model, "kind") {
-        parts.push(format!("**{kind}**"));
-    }
-    if let Some(f) = model.get("features").and_then(Value::as_array) {
-        let names: Vec<&str> = f.iter().filter_map(Value::as_str).collect();
-        parts.push(format!("{} features ({})", names.len(), names.join(", ")));
-    }
-    if let Some(w) = model.get("window").and_then(Value::as_u64) {
-        parts.push(format!("window {w}"));
-    }
-    if let Some(t) = get_f64(model, "threshold") {
-        parts.push(format!("threshold {}", num(t)));
-    }
-    if let Some(t) = get_str(model, "target") {
-        parts.push(format!("target {t}"));
-    }
-    if let Some(data) = model.get("data").and_then(Value::as_array) {
-        let rows: u64 = data.iter().filter_map(|d| d.get("rows")?.as_u64()).sum();
-        let files: Vec<&str> = data
+    // The architecture's own parameters, whichever kind it is.
+    let params: Vec<String> = serde_json::to_value(&model.architecture)
+        .ok()
+        .and_then(|v| v.as_object().cloned())
+        .map(|o| {
+            o.iter()
+                .filter(|(k, _)| k.as_str() != "kind")
+                .map(|(k, v)| match v.as_f64() {
+                    // f32 hyper-parameters print as written, not as their f64 widening.
+                    Some(x) if v.is_f64() => format!("{k} {}", (x * 1e6).round() / 1e6),
+                    _ => format!("{k} {v}"),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let kind = model.architecture.name();
+    parts.push(if params.is_empty() {
+        format!("**{kind}**")
+    } else {
+        format!("**{kind}** ({})", params.join(", "))
+    });
+    parts.push(format!(
+        "{} features ({})",
+        model.features.len(),
+        model.features.join(", ")
+    ));
+    parts.push(format!("window {}", model.window));
+    parts.push(format!("threshold {}", num(f64::from(model.threshold))));
+    parts.push(format!("target {}", model.target));
+    if !model.data.is_empty() {
+        let rows: usize = model.data.iter().map(|d| d.rows).sum();
+        let files: Vec<&str> = model
+            .data
             .iter()
-            .filter_map(|d| get_str(d, "path"))
-            .map(|p| p.rsplit('/').next().unwrap_or(p))
+            .map(|d| d.path.rsplit('/').next().unwrap_or(&d.path))
             .collect();
         parts.push(format!("trained on {rows} rows of {}", files.join(", ")));
     }
-    if let Some(m) = model.get("metrics") {
-        let mut ms = Vec::new();
-        for k in ["epochs", "train_loss", "val_loss", "val_positive_rate"] {
-            if let Some(v) = get_f64(m, k) {
-                ms.push(format!("{k} {}", num(v)));
-            }
-        }
-        if !ms.is_empty() {
-            parts.push(ms.join(", "));
-        }
+    let m = &model.metrics;
+    let ms: Vec<String> = [
+        ("epochs", m.epochs.map(|e| e as f64)),
+        ("train_loss", m.train_loss),
+        ("val_loss", m.val_loss),
+        ("val_positive_rate", m.val_positive_rate),
+    ]
+    .into_iter()
+    .filter_map(|(k, v)| v.map(|v| format!("{k} {}", num(v))))
+    .collect();
+    if !ms.is_empty() {
+        parts.push(ms.join(", "));
     }
-    if let Some(t) = model.get("training").and_then(Value::as_object) {
-        let mut ts = Vec::new();
-        for k in ["optimizer", "lr", "batch", "seed"] {
-            if let Some(v) = t.get(k) {
-                ts.push(format!(
+    // Training settings are free-form by design (model.json's `training`).
+    if let Some(t) = model.training.as_object() {
+        let ts: Vec<String> = ["optimizer", "lr", "batch", "seed"]
+            .into_iter()
+            .filter_map(|k| {
+                let v = t.get(k)?;
+                Some(format!(
                     "{k} {}",
                     v.as_str().map_or_else(|| v.to_string(), str::to_string)
-                ));
-            }
-        }
+                ))
+            })
+            .collect();
         if !ts.is_empty() {
             parts.push(ts.join(", "));
         }
@@ -688,11 +660,7 @@ fn policies(md: &mut String, run: &RunData) {
         } else {
             ""
         };
-        let model = p
-            .model
-            .as_ref()
-            .filter(|m| !m.is_null())
-            .map_or_else(|| "—".into(), model_text);
+        let model = p.model.as_ref().map_or_else(|| "—".into(), model_text);
         let _ = writeln!(
             md,
             "| {}{role} | `{}` | {} |",

@@ -192,7 +192,7 @@ fn gc(
     if let Some(events) = &t.gc_events {
         let mut g = [(0.0, 0.0, 0.0); 3];
         for e in events.iter().filter(|e| e.time >= start && e.time <= end) {
-            let s = &mut g[e.generation.min(2)];
+            let s = &mut g[usize::from(e.generation.min(2))];
             s.0 += 1.0;
             s.1 += e.pause_ms;
             s.2 = f64::max(s.2, e.pause_ms);

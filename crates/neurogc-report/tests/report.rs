@@ -226,17 +226,17 @@ fn truncated_last_lines_are_warnings_not_errors() {
     assert_eq!(w.warnings.len(), 3, "{:?}", w.warnings);
     for file in ["samples.csv", "gc-events.csv", "load.jsonl"] {
         assert!(
-            w.warnings.iter().any(
-                |x| x.contains(&format!("trials/01-default-r1/{file}: line"))
-                    && x.contains("incomplete")
-            ),
+            w.warnings
+                .iter()
+                .any(|x| x.contains(&format!("trials/01-default-r1/{file}:"))
+                    && x.contains("incomplete")),
             "{file}: {:?}",
             w.warnings
         );
     }
     let md = std::fs::read_to_string(&w.readme).unwrap();
     assert!(md.contains("## Warnings"));
-    assert!(md.contains("is incomplete"));
+    assert!(md.contains("incomplete last line"));
     // The rest of the trial still counts.
     assert_eq!(w.analysis.baseline().used.len(), 2);
 }
@@ -252,7 +252,7 @@ fn malformed_lines_are_errors_naming_file_and_line() {
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
     let e = format!("{:#}", write_report_with(&dir, None, None).unwrap_err());
     assert!(
-        e.contains("trials/03-default-r2/samples.csv: line 4"),
+        e.contains("trials/03-default-r2/samples.csv:4: 47 fields where the header has 46"),
         "{e}"
     );
 
@@ -261,7 +261,7 @@ fn malformed_lines_are_errors_naming_file_and_line() {
     let text = std::fs::read_to_string(&path).unwrap();
     std::fs::write(&path, format!("{{broken\n{text}")).unwrap();
     let e = format!("{:#}", write_report_with(&dir, None, None).unwrap_err());
-    assert!(e.contains("load.jsonl: line 1: malformed JSON"), "{e}");
+    assert!(e.contains("load.jsonl:1: malformed JSON"), "{e}");
 }
 
 #[test]
@@ -628,7 +628,8 @@ fn compare_two_runs() {
         v["policies"][1]["model"] = serde_json::json!({
             "format": "neurogc-model/1",
             "architecture": {"kind": "lstm", "hidden": 64, "layers": 2, "dropout": 0.2},
-            "features": ["cpu", "mem"], "window": 10, "threshold": 0.7, "target": "seed"
+            "features": ["cpu", "mem"], "window": 10, "threshold": 0.7, "target": "seed",
+            "normalization": {"mean": [0.0, 0.0], "std": [1.0, 1.0]}
         });
     });
     let (md, warnings) = compare_runs(&[a.clone(), b.clone()], None).unwrap();
@@ -674,8 +675,11 @@ fn rate_search_and_models_are_shown() {
         v["load"] = serde_json::json!({"mode": "open", "rate": 24.0, "rate_source": "auto",
             "auto": {"sustainable_rps": 40.0, "fraction": 0.6, "limited_by": "default"}});
         v["policies"][1]["model"] = serde_json::json!({
-            "architecture": {"kind": "transformer", "d_model": 64, "heads": 4},
-            "features": ["cpu"], "window": 10, "threshold": 0.7,
+            "format": "neurogc-model/1",
+            "architecture": {"kind": "transformer", "d_model": 64, "heads": 4, "layers": 2,
+                             "ff_dim": 128, "dropout": 0.2},
+            "features": ["cpu"], "window": 10, "threshold": 0.7, "target": "seed",
+            "normalization": {"mean": [0.0], "std": [1.0]},
             "data": [{"path": "/x/training_data.csv", "sha256": "0", "rows": 57}],
             "metrics": {"epochs": 100, "val_loss": 0.0024},
             "training": {"optimizer": "adam", "lr": 0.001}
@@ -701,7 +705,10 @@ fn rate_search_and_models_are_shown() {
     assert!(md.contains("### Rate search (`--rate auto`)"));
     assert_eq!(table_rows(&md, "### Rate search").len(), 2);
     assert!(md.contains("achieved 76 % of the target"));
-    assert!(md.contains("**transformer** (d_model 64, heads 4)"), "{md}");
+    assert!(
+        md.contains("**transformer** (d_model 64, dropout 0.2, ff_dim 128, heads 4, layers 2)"),
+        "{md}"
+    );
     assert!(md.contains("trained on 57 rows of training_data.csv"));
     assert!(md.contains("optimizer adam"));
 }

@@ -1,12 +1,14 @@
 //! Sample CSVs in, feature rows out: ours and the seed's (the same first eleven columns).
 //!
-//! Strict on purpose: a missing column, a non-numeric or NaN value, an empty (unmeasured) value
-//! is an error naming file, line and column. The one exception is a truncated last line — what a
-//! crash mid-write leaves — which is skipped with a warning.
+//! Cells are read by `neurogc-core`'s sample reader (one rule for booleans, empties and a
+//! truncated last line everywhere). Strict on purpose: a missing column, a malformed or empty
+//! (unmeasured) value is an error naming file, line and column; a truncated last line — what a
+//! crash mid-write leaves — is skipped with a warning.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use neurogc_core::sample::read::{BadRows, CsvTable};
 use neurogc_model::{FeatureVector, FEATURES, N_FEATURES};
 use sha2::{Digest, Sha256};
 
@@ -39,59 +41,35 @@ pub fn load_csv(path: &Path) -> Result<Series, DataError> {
 }
 
 pub fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Series, DataError> {
-    let name = path.display();
+    let name = path.display().to_string();
     let sha256 = format!("{:x}", Sha256::digest(bytes));
-    let text = std::str::from_utf8(bytes)
-        .map_err(|e| DataError(format!("{name}: not UTF-8 text: {e}")))?;
-    let ends_with_newline = text.ends_with('\n');
-    let mut reader = csv::ReaderBuilder::new()
-        .flexible(true)
-        .from_reader(text.as_bytes());
-    let header = reader
-        .headers()
-        .map_err(|e| DataError(format!("{name}: cannot read the header: {e}")))?
-        .clone();
+    let table =
+        CsvTable::parse(&name, bytes, BadRows::Fail).map_err(|e| DataError(e.to_string()))?;
     let mut index = [0usize; N_FEATURES];
     for (slot, feature) in index.iter_mut().zip(FEATURES) {
-        *slot = header
-            .iter()
-            .position(|h| h.trim() == feature)
-            .ok_or_else(|| {
-                DataError(format!(
-                    "{name}: missing column {feature:?} (the header has: {})",
-                    header.iter().collect::<Vec<_>>().join(", ")
-                ))
-            })?;
+        *slot = table.header.position(feature).ok_or_else(|| {
+            DataError(format!(
+                "{name}: missing column {feature:?} (the header has: {})",
+                table.header.columns.join(", ")
+            ))
+        })?;
     }
-    let records: Vec<csv::StringRecord> = reader
-        .records()
-        .collect::<Result<_, _>>()
-        .map_err(|e| DataError(format!("{name}: {e}")))?;
-    let mut rows = Vec::with_capacity(records.len());
-    let mut warnings = Vec::new();
-    let last = records.len().saturating_sub(1);
-    for (i, record) in records.iter().enumerate() {
-        // Line numbers as an editor shows them: the header is line 1.
-        let line = record.position().map_or(i as u64 + 2, |p| p.line());
-        if record.len() < header.len() {
-            if i == last && !ends_with_newline {
-                warnings.push(format!(
-                    "{name}:{line}: skipped a truncated last line ({} of {} fields; a crash mid-write?)",
-                    record.len(),
-                    header.len()
-                ));
-                continue;
-            }
-            return Err(DataError(format!(
-                "{name}:{line}: {} fields where the header has {}",
-                record.len(),
-                header.len()
-            )));
-        }
+    let mut rows = Vec::with_capacity(table.rows.len());
+    for record in &table.rows {
         let mut row = [0f32; N_FEATURES];
         for (f, (&col, feature)) in index.iter().zip(FEATURES).enumerate() {
-            row[f] = parse_value(record.get(col).unwrap_or(""), feature == "gc_triggered")
-                .map_err(|why| DataError(format!("{name}:{line}: column {feature:?}: {why}")))?;
+            let why = match record.cells[col].number() {
+                Some(v) if v.abs() <= f32::MAX as f64 => {
+                    row[f] = v as f32;
+                    continue;
+                }
+                Some(v) => format!("{v} is not finite in f32"),
+                None => "empty value (unmeasured); remove the row or fill it in".into(),
+            };
+            return Err(DataError(format!(
+                "{name}:{}: column {feature:?}: {why}",
+                record.line
+            )));
         }
         rows.push(row);
     }
@@ -99,30 +77,8 @@ pub fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Series, DataError> {
         path: path.to_path_buf(),
         sha256,
         rows,
-        warnings,
+        warnings: table.warnings,
     })
-}
-
-fn parse_value(text: &str, boolean: bool) -> Result<f32, String> {
-    let t = text.trim();
-    if t.is_empty() {
-        return Err("empty value (unmeasured); remove the row or fill it in".into());
-    }
-    if boolean {
-        return match t {
-            "True" | "true" | "1" | "1.0" => Ok(1.0),
-            "False" | "false" | "0" | "0.0" => Ok(0.0),
-            other => Err(format!("{other:?} is not a boolean (True/False/1/0)")),
-        };
-    }
-    let v: f64 = t.parse().map_err(|_| format!("{t:?} is not a number"))?;
-    if v.is_nan() {
-        return Err("NaN".into());
-    }
-    if !v.is_finite() || v.abs() > f32::MAX as f64 {
-        return Err(format!("{t} is not finite in f32"));
-    }
-    Ok(v as f32)
 }
 
 #[cfg(test)]
@@ -160,7 +116,7 @@ mod tests {
             ),
             (
                 &format!("{HEADER}1,2,NaN,4,5,6,7,8,9,10,True\n"),
-                "x.csv:2: column \"mem\": NaN",
+                "x.csv:2: column \"mem\": \"NaN\" is not a finite number",
             ),
             (
                 &format!("{HEADER}1,2,3,,5,6,7,8,9,10,True\n"),
@@ -168,7 +124,7 @@ mod tests {
             ),
             (
                 &format!("{HEADER}1,2,3,4,5,6,7,8,9,10,maybe\n"),
-                "column \"gc_triggered\": \"maybe\" is not a boolean",
+                "x.csv:2: column \"gc_triggered\": \"maybe\" is not a boolean",
             ),
             (
                 &format!("{HEADER}1,2,3\n1,2,3,4,5,6,7,8,9,10,True\n"),
@@ -186,7 +142,7 @@ mod tests {
         let s = parse(&format!("{HEADER}1,2,3,4,5,6,7,8,9,10,True\n1,2,3,4,5")).unwrap();
         assert_eq!(s.rows.len(), 1);
         assert!(
-            s.warnings[0].contains("x.csv:3: skipped a truncated last line"),
+            s.warnings[0].contains("x.csv:3: incomplete last line"),
             "{:?}",
             s.warnings
         );
@@ -194,7 +150,10 @@ mod tests {
 
     #[test]
     fn reads_the_seeds_own_datasets() {
-        let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/seed-neurogc"));
+        let dir = Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../data/seed-neurogc"
+        ));
         for (file, rows) in [("training_data.csv", 57), ("more_training_data.csv", 191)] {
             let s = load_csv(&dir.join(file)).unwrap();
             assert_eq!(s.rows.len(), rows, "{file}");

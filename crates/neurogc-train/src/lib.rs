@@ -28,7 +28,7 @@ pub enum Kind {
 }
 
 /// Train a model on sample CSVs (ours or the seed's).
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, Clone)]
 pub struct TrainArgs {
     /// Sample CSV; repeat for more files (each is its own time series).
     #[arg(long = "data", required = true, value_name = "FILE.csv")]
@@ -87,7 +87,30 @@ pub struct TrainArgs {
     pub quiet: bool,
 }
 
+/// `neurogc train`: trains, prints what the model learned, saves it.
 pub fn run_train(args: TrainArgs) -> Result<i32> {
+    let report = train_model(&args)?;
+    print_report(&report, &args.out);
+    Ok(0)
+}
+
+impl TrainArgs {
+    /// The flags' defaults, training on `data` into `out`.
+    pub fn new(data: Vec<PathBuf>, out: PathBuf) -> TrainArgs {
+        #[derive(clap::Parser)]
+        #[command(no_binary_name = true)]
+        struct Flags {
+            #[command(flatten)]
+            args: TrainArgs,
+        }
+        let mut args = <Flags as clap::Parser>::parse_from(["--data", "-", "--out", "-"]).args;
+        (args.data, args.out) = (data, out);
+        args
+    }
+}
+
+/// Trains and saves the model `args` describes; warnings about the data go to stderr.
+pub fn train_model(args: &TrainArgs) -> Result<train::TrainReport> {
     let labeller = windows::labeller(&args.target).map_err(anyhow::Error::msg)?;
     if !(0.0..1.0).contains(&args.val_fraction) {
         bail!(
@@ -145,11 +168,6 @@ pub fn run_train(args: TrainArgs) -> Result<i32> {
         .iter()
         .map(|p| dataset::load_csv(p))
         .collect::<Result<Vec<_>, _>>()?;
-    for s in &series {
-        for w in &s.warnings {
-            eprintln!("warning: {w}");
-        }
-    }
     let config = train::TrainConfig {
         architecture,
         window,
@@ -163,11 +181,11 @@ pub fn run_train(args: TrainArgs) -> Result<i32> {
         quiet: args.quiet,
     };
     let report = train::train(&series, labeller.as_ref(), &config)?;
-    for w in report.warnings.iter().filter(|w| !w.contains("truncated")) {
+    // The data's own warnings (a skipped incomplete last line) come first in the report's.
+    for w in &report.warnings {
         eprintln!("warning: {w}");
     }
-    print_report(&report, &args.out);
-    Ok(0)
+    Ok(report)
 }
 
 fn fmt_opt(v: Option<f64>) -> String {

@@ -70,12 +70,6 @@ pub fn precision_recall(
     (precision, recall, positive_rate)
 }
 
-fn median(v: &[f64]) -> Option<f64> {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    (!v.is_empty()).then(|| v[v.len() / 2])
-}
-
 fn mse(pred: &[f32], y: &[f32]) -> f64 {
     pred.iter()
         .zip(y)
@@ -170,7 +164,7 @@ pub fn train(
             val_recall: recall,
             val_positive_rate: (!data.val.is_empty()).then_some(positive_rate),
             epochs: (!epoch_seconds.is_empty()).then_some(epoch_seconds.len()),
-            epoch_seconds_median: median(&epoch_seconds),
+            epoch_seconds_median: neurogc_stats::median(&epoch_seconds).ok(),
             seconds: Some(started.elapsed().as_secs_f64()),
         },
         training: serde_json::json!({

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
+use neurogc_units::{parse_duration, parse_size};
+
 use super::{
     DefaultPolicy, FreezePolicy, GuardConfig, MemoryGuard, PeriodicPolicy, Policy, ThresholdPolicy,
 };
@@ -240,50 +242,6 @@ fn parse_gc_int(text: &str) -> Result<u64, String> {
     Ok(v)
 }
 
-/// Seconds, as `30`, `1.5`, `30s`, `500ms` or `2m`.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let (number, scale) = if let Some(n) = text.strip_suffix("ms") {
-        (n, 1e-3)
-    } else if let Some(n) = text.strip_suffix('s') {
-        (n, 1.0)
-    } else if let Some(n) = text.strip_suffix('m') {
-        (n, 60.0)
-    } else {
-        (text, 1.0)
-    };
-    let v: f64 = number
-        .trim()
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration (e.g. 30, 1.5s, 500ms, 2m)"))?;
-    if !v.is_finite() || v < 0.0 || v * scale > 1e9 {
-        return Err(format!("{text:?} is not a sensible duration"));
-    }
-    Ok(Duration::from_secs_f64(v * scale))
-}
-
-/// Bytes, as `1073741824`, `512M`, `1.5G`, `800K` (binary units; an optional trailing `B`/`iB`).
-pub fn parse_size(text: &str) -> Result<u64, String> {
-    let upper = text.trim().to_ascii_uppercase();
-    let stripped = upper
-        .strip_suffix("IB")
-        .or_else(|| upper.strip_suffix('B'))
-        .unwrap_or(&upper);
-    let (number, scale) = match stripped.chars().last() {
-        Some('K') => (&stripped[..stripped.len() - 1], 1u64 << 10),
-        Some('M') => (&stripped[..stripped.len() - 1], 1 << 20),
-        Some('G') => (&stripped[..stripped.len() - 1], 1 << 30),
-        Some('T') => (&stripped[..stripped.len() - 1], 1 << 40),
-        _ => (stripped, 1),
-    };
-    let v: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a size (e.g. 512M, 1.5G, 1048576)"))?;
-    if !v.is_finite() || v <= 0.0 {
-        return Err(format!("{text:?} must be a positive size"));
-    }
-    Ok((v * scale as f64) as u64)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -377,16 +335,5 @@ mod tests {
                 "error names the spec: {e}"
             );
         }
-    }
-
-    #[test]
-    fn sizes_and_durations() {
-        assert_eq!(parse_size("1G").unwrap(), 1 << 30);
-        assert_eq!(parse_size("1.5GiB").unwrap(), 3 << 29);
-        assert_eq!(parse_size("800kb").unwrap(), 800 << 10);
-        assert_eq!(parse_size("4096").unwrap(), 4096);
-        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
-        assert!(parse_duration("-1").is_err());
-        assert!(parse_duration("nan").is_err());
     }
 }

@@ -164,7 +164,11 @@ pub async fn ws_hello_and_history(ws: &mut Ws) -> (Value, Vec<Value>) {
 
 /// The seed's published datasets, committed under `data/seed-neurogc/`.
 pub fn seed_data(file: &str) -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/seed-neurogc")).join(file)
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../data/seed-neurogc"
+    ))
+    .join(file)
 }
 
 pub fn sample(server: &str, time: f64) -> String {

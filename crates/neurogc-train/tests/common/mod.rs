@@ -10,7 +10,11 @@ use neurogc_train::windows::SeedTarget;
 
 /// The seed's published datasets, committed under `data/seed-neurogc/`.
 pub fn seed_data(file: &str) -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/seed-neurogc")).join(file)
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../data/seed-neurogc"
+    ))
+    .join(file)
 }
 
 pub fn seed_series() -> Vec<Series> {

@@ -4,6 +4,8 @@
 //! ours share one loader; our extended columns follow. Values that could not be measured (an
 //! unreadable `/proc` file, say) are empty in CSV and `null` in JSON, never a made-up zero.
 
+pub mod read;
+
 use neurogc_model::{FEATURES, N_FEATURES};
 
 use crate::gcstats::GENERATIONS;

@@ -1,0 +1,260 @@
+//! Opening a run directory as it is: complete, interrupted or partial. What is missing is a note
+//! on the trial; what is malformed is an error naming the file. A trial path that would leave the
+//! run directory (absolute, or with `..`) is refused, never followed.
+
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde::de::DeserializeOwned;
+
+use crate::files;
+use crate::record::{RateSearch, RunInfo, TrialInfo, TrialRef, SCHEMA};
+
+/// A run directory, opened.
+#[derive(Clone, Debug)]
+pub struct RunRecord {
+    pub dir: PathBuf,
+    pub info: RunInfo,
+    pub rate_search: Option<RateSearch>,
+    /// The trials whose label is one of the run's policies, in run order.
+    pub trials: Vec<TrialEntry>,
+    /// What is odd about the run as a whole.
+    pub warnings: Vec<String>,
+}
+
+/// One trial of a run.
+#[derive(Clone, Debug)]
+pub struct TrialEntry {
+    /// Its entry in `run.json`.
+    pub reference: TrialRef,
+    /// Its folder (inside the run directory).
+    pub dir: PathBuf,
+    /// `trial.json`, when there is one.
+    pub info: Option<TrialInfo>,
+    /// What is missing or odd about this trial.
+    pub notes: Vec<String>,
+}
+
+impl TrialEntry {
+    pub fn label(&self) -> &str {
+        &self.reference.label
+    }
+
+    /// `NN-label-rR`.
+    pub fn name(&self) -> &str {
+        self.reference.name()
+    }
+
+    /// A file of the trial's folder ([`files`]).
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    /// How a file of this trial is named in messages: `trials/NN-label-rR/<name>`.
+    pub fn shown(&self, name: &str) -> String {
+        format!("{}/{name}", self.reference.dir)
+    }
+}
+
+/// Reads a JSON file of the run directory into `T`; errors name the file.
+fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("{}: cannot read", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| anyhow!("{}: malformed: {e}", path.display()))
+}
+
+/// `rel` as a path inside the run directory: relative, made of plain names only.
+fn contained(rel: &str) -> Option<PathBuf> {
+    let path = Path::new(rel);
+    let plain = !rel.is_empty() && path.components().all(|c| matches!(c, Component::Normal(_)));
+    plain.then(|| path.to_path_buf())
+}
+
+impl RunRecord {
+    /// Opens `dir`. Errors: no directory, no or malformed `run.json` or `rate-search.json`, no
+    /// policies, a malformed `trial.json`.
+    pub fn open(dir: &Path) -> Result<RunRecord> {
+        if !dir.is_dir() {
+            bail!("{}: not a run directory (no such directory)", dir.display());
+        }
+        let run_json = dir.join(files::RUN);
+        if !run_json.is_file() {
+            bail!(
+                "{}: cannot read (is {} a run directory?)",
+                run_json.display(),
+                dir.display()
+            );
+        }
+        let info: RunInfo = read_json(&run_json)?;
+        if info.policies.is_empty() {
+            bail!("{}: no policies", run_json.display());
+        }
+        let mut warnings = Vec::new();
+        if info.schema > SCHEMA {
+            warnings.push(format!(
+                "run.json has schema {}; this build understands up to {SCHEMA}",
+                info.schema
+            ));
+        }
+        let rate_path = dir.join(files::RATE_SEARCH);
+        let rate_search = if rate_path.exists() {
+            Some(read_json(&rate_path)?)
+        } else {
+            None
+        };
+        let mut trials = Vec::new();
+        for r in &info.trials {
+            let Some(rel) = contained(&r.dir) else {
+                warnings.push(format!(
+                    "trial {:?} is not a folder inside the run directory; left out",
+                    r.dir
+                ));
+                continue;
+            };
+            if !info.policies.iter().any(|p| p.label == r.label) {
+                warnings.push(format!(
+                    "trial {} has label {:?}, which is not among the run's policies; left out",
+                    r.dir, r.label
+                ));
+                continue;
+            }
+            let mut entry = TrialEntry {
+                reference: r.clone(),
+                dir: dir.join(rel),
+                info: None,
+                notes: Vec::new(),
+            };
+            if !entry.dir.is_dir() {
+                entry.notes.push(format!("no folder {}", r.dir));
+            } else {
+                let path = entry.file(files::TRIAL);
+                if path.is_file() {
+                    entry.info = Some(read_json(&path)?);
+                } else {
+                    entry.notes.push(format!("no {}", files::TRIAL));
+                }
+            }
+            trials.push(entry);
+        }
+        Ok(RunRecord {
+            dir: dir.to_path_buf(),
+            info,
+            rate_search,
+            trials,
+            warnings,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::*;
+    use crate::write::RunDir;
+
+    fn info(name: &str) -> RunInfo {
+        RunInfo {
+            schema: SCHEMA,
+            kind: RunKind::Bench,
+            name: name.into(),
+            command: vec!["neurogc".into(), "bench".into()],
+            created: 1_795_329_015.0,
+            finished: None,
+            status: RunStatus::Running,
+            error: None,
+            app: AppInfo::Cmd {
+                command: "python -m http.server {port}".into(),
+            },
+            mode: Mode::Alternating,
+            repeat: 2,
+            warmup_s: 1.0,
+            duration_s: 2.0,
+            interval_s: 0.5,
+            load: Some(LoadInfo {
+                shape: neurogc_load::Shape::Open { rate: 40.0 },
+                rate_source: RateSource::Auto,
+                auto: Some(AutoRate {
+                    sustainable_rps: 66.0,
+                    fraction: 0.6,
+                    limited_by: "default".into(),
+                }),
+                alternate_s: Some(2.0),
+            }),
+            policies: vec![PolicyEntry {
+                label: "default".into(),
+                spec: "default".into(),
+                model: None,
+            }],
+            pinning: None,
+            system: SystemInfo::default(),
+            trials: vec![],
+        }
+    }
+
+    fn temp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("neurogc-record-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    #[test]
+    fn what_is_written_reads_back() {
+        let root = temp("roundtrip");
+        let mut run = RunDir::create(&root, info("bench")).unwrap();
+        let mut trial = run.add_trial("default", "default", 1).unwrap();
+        trial.info.status = TrialStatus::WarmingUp;
+        trial.info.port = 8123;
+        trial.save().unwrap();
+        run.finish(RunStatus::Interrupted, None).unwrap();
+        let text = std::fs::read_to_string(run.path.join("run.json")).unwrap();
+        assert!(text.contains("\"mode\": \"alternating\""), "{text}");
+        assert!(text.contains("\"rate_source\": \"auto\""), "{text}");
+        let back = RunRecord::open(&run.path).unwrap();
+        assert_eq!(back.info, run.info);
+        assert_eq!(back.trials.len(), 1);
+        assert_eq!(back.trials[0].name(), "01-default-r1");
+        assert_eq!(
+            back.trials[0].info.as_ref().unwrap().status,
+            TrialStatus::WarmingUp
+        );
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn trial_paths_never_leave_the_run_directory() {
+        assert!(contained("trials/01-a-r1").is_some());
+        for bad in ["../../etc", "/etc", "trials/../../x", "", "./x"] {
+            assert!(contained(bad).is_none(), "{bad}");
+        }
+        let root = temp("escape");
+        let mut run = RunDir::create(&root, info("bench")).unwrap();
+        run.info.trials.push(TrialRef {
+            dir: "../../etc".into(),
+            label: "default".into(),
+            repetition: 1,
+        });
+        run.save().unwrap();
+        let back = RunRecord::open(&run.path).unwrap();
+        assert!(back.trials.is_empty());
+        assert!(
+            back.warnings[0].contains("\"../../etc\" is not a folder inside"),
+            "{:?}",
+            back.warnings
+        );
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn malformed_files_are_errors_naming_them() {
+        let root = temp("malformed");
+        std::fs::create_dir_all(&root).unwrap();
+        let e = RunRecord::open(&root).unwrap_err().to_string();
+        assert!(e.contains("run.json: cannot read"), "{e}");
+        std::fs::write(root.join("run.json"), "{\"kind\": \"bench\"").unwrap();
+        let e = RunRecord::open(&root).unwrap_err().to_string();
+        assert!(e.contains("run.json: malformed"), "{e}");
+        let e = RunRecord::open(&root.join("nope")).unwrap_err().to_string();
+        assert!(e.contains("no such directory"), "{e}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}

@@ -1,0 +1,345 @@
+//! The types of `run.json`, `trial.json` and `rate-search.json`.
+
+use neurogc_load::{Shape, Summary};
+use neurogc_model::ModelMeta;
+use serde::{Deserialize, Serialize};
+
+/// The version of this format `run.json` carries; readers say so when it differs.
+pub const SCHEMA: u32 = 2;
+
+/// Which command made the run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunKind {
+    Collect,
+    Bench,
+}
+
+impl RunKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunKind::Collect => "collect",
+            RunKind::Bench => "bench",
+        }
+    }
+}
+
+/// How a run ended (or that it has not).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Running,
+    Complete,
+    Interrupted,
+    Failed,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Complete => "complete",
+            RunStatus::Interrupted => "interrupted",
+            RunStatus::Failed => "failed",
+        }
+    }
+}
+
+/// Where a trial is, or how it ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TrialStatus {
+    #[serde(rename = "starting")]
+    Starting,
+    #[serde(rename = "warming up")]
+    WarmingUp,
+    #[serde(rename = "measuring")]
+    Measuring,
+    #[serde(rename = "complete")]
+    Complete,
+    #[serde(rename = "interrupted")]
+    Interrupted,
+    #[serde(rename = "failed")]
+    Failed,
+}
+
+impl TrialStatus {
+    /// Still going: starting, warming up or measuring.
+    pub fn in_progress(self) -> bool {
+        matches!(
+            self,
+            TrialStatus::Starting | TrialStatus::WarmingUp | TrialStatus::Measuring
+        )
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TrialStatus::Starting => "starting",
+            TrialStatus::WarmingUp => "warming up",
+            TrialStatus::Measuring => "measuring",
+            TrialStatus::Complete => "complete",
+            TrialStatus::Interrupted => "interrupted",
+            TrialStatus::Failed => "failed",
+        }
+    }
+}
+
+/// How the trials of a bench share the machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Each trial alone on the machine, server and load generator on different cores.
+    Sequential,
+    /// All policies' servers at once under one load generator (the seed's method).
+    SideBySide,
+    /// All policies' servers up at once, pinned to the same CPU, the load switched between them
+    /// every --slice: each sees the same machine minutes, so its drift cancels out.
+    Alternating,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Sequential => "sequential",
+            Mode::SideBySide => "side-by-side",
+            Mode::Alternating => "alternating",
+        }
+    }
+}
+
+/// The enums print as they are written in the files.
+macro_rules! display_as_str {
+    ($($t:ty),*) => {$(
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    )*};
+}
+display_as_str!(RunKind, RunStatus, TrialStatus, Mode);
+
+/// The service under test.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum AppInfo {
+    /// The bundled demo app.
+    Demo {
+        scenario: String,
+        heap_objects: Option<u64>,
+        /// How it is started (`{port}` where the port goes).
+        command: String,
+    },
+    /// The user's own command (`--cmd`).
+    Cmd { command: String },
+}
+
+impl AppInfo {
+    pub fn command(&self) -> &str {
+        match self {
+            AppInfo::Demo { command, .. } | AppInfo::Cmd { command } => command,
+        }
+    }
+}
+
+/// Where the open-loop rate came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RateSource {
+    /// Given on the command line (or the closed loop's users).
+    Fixed,
+    /// Found by `--rate auto` (see `rate-search.json`).
+    Auto,
+}
+
+/// What `--rate auto` found.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AutoRate {
+    pub sustainable_rps: f64,
+    pub fraction: f64,
+    /// The policy whose server sustained the least.
+    pub limited_by: String,
+}
+
+/// The load every trial of the run got.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LoadInfo {
+    #[serde(flatten)]
+    pub shape: Shape,
+    pub rate_source: RateSource,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto: Option<AutoRate>,
+    /// Servers took turns under the load in slices this long (`--mode alternating`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alternate_s: Option<f64>,
+}
+
+/// One policy of the run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PolicyEntry {
+    /// Unique within the run; names its trials and its rows in reports.
+    pub label: String,
+    /// The spec as the server got it (model directories absolute).
+    pub spec: String,
+    /// The model of a model-driven policy (its `model.json`).
+    #[serde(default)]
+    pub model: Option<ModelMeta>,
+}
+
+/// A trial's place in the run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrialRef {
+    /// Relative to the run directory: `trials/NN-<label>-rR`.
+    pub dir: String,
+    pub label: String,
+    pub repetition: u32,
+}
+
+impl TrialRef {
+    /// `trials/NN-label-rR` → `NN-label-rR`.
+    pub fn name(&self) -> &str {
+        self.dir.rsplit('/').next().unwrap_or(&self.dir)
+    }
+}
+
+/// The CPUs the server and the load generator were pinned to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pinning {
+    pub server_cpus: Vec<usize>,
+    pub load_cpus: Vec<usize>,
+}
+
+/// The machine a run ran on: a result means little without it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SystemInfo {
+    #[serde(default)]
+    pub cpu_model: Option<String>,
+    #[serde(default)]
+    pub cores: Option<u64>,
+    #[serde(default)]
+    pub memory_bytes: Option<u64>,
+    #[serde(default)]
+    pub os: Option<String>,
+    #[serde(default)]
+    pub kernel: Option<String>,
+    /// `sys.version` of the interpreter the servers ran on, if known.
+    #[serde(default)]
+    pub python: Option<String>,
+    #[serde(default)]
+    pub neurogc_version: Option<String>,
+}
+
+/// `run.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    pub schema: u32,
+    pub kind: RunKind,
+    pub name: String,
+    /// The command line that made the run.
+    pub command: Vec<String>,
+    /// Unix seconds.
+    pub created: f64,
+    pub finished: Option<f64>,
+    pub status: RunStatus,
+    pub error: Option<String>,
+    pub app: AppInfo,
+    pub mode: Mode,
+    pub repeat: u32,
+    pub warmup_s: f64,
+    pub duration_s: f64,
+    pub interval_s: f64,
+    /// Unknown until the rate is settled (`--rate auto` runs its search first).
+    pub load: Option<LoadInfo>,
+    pub policies: Vec<PolicyEntry>,
+    pub pinning: Option<Pinning>,
+    pub system: SystemInfo,
+    pub trials: Vec<TrialRef>,
+}
+
+impl RunInfo {
+    /// The baseline: the first policy.
+    pub fn baseline(&self) -> &PolicyEntry {
+        &self.policies[0]
+    }
+
+    /// An A/A run: at least two policies, all with the same spec.
+    pub fn is_aa(&self) -> bool {
+        let p = &self.policies;
+        p.len() >= 2 && p.iter().all(|x| x.spec == p[0].spec)
+    }
+}
+
+/// `trial.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrialInfo {
+    pub label: String,
+    pub spec: String,
+    pub repetition: u32,
+    /// 1-based position among the run's trials.
+    pub order: u32,
+    /// 0 until the server is up.
+    pub port: u16,
+    pub pid: Option<u32>,
+    /// Unix seconds: server started, answering, measured window.
+    pub started: Option<f64>,
+    pub ready: Option<f64>,
+    pub measure_start: Option<f64>,
+    pub measure_end: Option<f64>,
+    pub status: TrialStatus,
+    pub error: Option<String>,
+    /// The load generator's summary of this trial's host.
+    pub load_summary: Option<Summary>,
+}
+
+impl TrialInfo {
+    /// A trial about to start.
+    pub fn starting(label: &str, spec: &str, repetition: u32, order: u32) -> TrialInfo {
+        TrialInfo {
+            label: label.to_string(),
+            spec: spec.to_string(),
+            repetition,
+            order,
+            port: 0,
+            pid: None,
+            started: None,
+            ready: None,
+            measure_start: None,
+            measure_end: None,
+            status: TrialStatus::Starting,
+            error: None,
+            load_summary: None,
+        }
+    }
+}
+
+/// One probe of `--rate auto`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Probe {
+    pub rate: f64,
+    pub achieved: f64,
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub failures: u64,
+    pub dropped: u64,
+    pub sustained: bool,
+    pub verdict: String,
+}
+
+/// One policy's probes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PolicySearch {
+    pub label: String,
+    pub probes: Vec<Probe>,
+    pub sustainable_rps: f64,
+}
+
+/// `rate-search.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RateSearch {
+    pub start_rps: f64,
+    pub probe_s: f64,
+    pub fraction: f64,
+    pub policies: Vec<PolicySearch>,
+    pub sustainable_rps: f64,
+    pub limited_by: String,
+    pub rate: f64,
+}
