@@ -1,6 +1,10 @@
 //! Append-only CSVs: header once, rows flushed as they are written, so a crash loses at most the
 //! write in progress. The samples CSV gets one row per sample; the GC events CSV
 //! ([`crate::gcstats::GcEvent::CSV_COLUMNS`]) one batch of rows per sample.
+//!
+//! Quoting is the `csv` crate's (RFC 4180, quotes only where needed). It renders into memory; the
+//! file itself is written here, one `write` per batch, so nothing is buffered between batches
+//! (a fork child inherits no half-written rows) and an I/O error is the caller's to see at once.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Write};
@@ -12,6 +16,8 @@ pub struct CsvSink {
     path: PathBuf,
     file: File,
     rows: u64,
+    /// The batch being written, rendered (empty between batches; kept for its allocation).
+    text: Vec<u8>,
 }
 
 impl CsvSink {
@@ -24,11 +30,8 @@ impl CsvSink {
     /// existing file must already have this header (appending rows under a different header would
     /// corrupt it).
     pub fn open_with_columns<S: AsRef<str>>(path: &Path, columns: &[S]) -> io::Result<CsvSink> {
-        let header = columns
-            .iter()
-            .map(|c| c.as_ref())
-            .collect::<Vec<_>>()
-            .join(",");
+        let mut header = Vec::new();
+        render([columns.iter().map(AsRef::as_ref)], &mut header)?;
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)?;
         }
@@ -39,12 +42,13 @@ impl CsvSink {
             .open(path)?;
         let len = file.metadata()?.len();
         if len == 0 {
-            writeln!(file, "{header}")?;
+            file.write_all(&header)?;
             file.flush()?;
         } else {
-            let mut first = String::new();
-            BufReader::new(File::open(path)?).read_line(&mut first)?;
-            if first.trim_end() != header {
+            let mut first = Vec::new();
+            BufReader::new(File::open(path)?).read_until(b'\n', &mut first)?;
+            if first.trim_ascii_end() != header.trim_ascii_end() {
+                let first = String::from_utf8_lossy(&first);
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidData,
                     format!(
@@ -63,6 +67,7 @@ impl CsvSink {
             path: path.to_path_buf(),
             file,
             rows: 0,
+            text: Vec::new(),
         })
     }
 
@@ -86,26 +91,41 @@ impl CsvSink {
         R: IntoIterator<Item = F>,
         F: AsRef<str>,
     {
-        let mut text = String::new();
-        let mut count = 0;
-        for row in rows {
-            for (i, field) in row.into_iter().enumerate() {
-                if i > 0 {
-                    text.push(',');
-                }
-                text.push_str(&csv_escape(field.as_ref()));
-            }
-            text.push('\n');
-            count += 1;
-        }
+        self.text.clear();
+        let count = render(rows, &mut self.text)?;
         if count == 0 {
             return Ok(());
         }
-        self.file.write_all(text.as_bytes())?;
-        self.file.flush()?;
+        let written = self
+            .file
+            .write_all(&self.text)
+            .and_then(|()| self.file.flush());
+        self.text.clear();
+        written?;
         self.rows += count;
         Ok(())
     }
+}
+
+/// Appends `rows` to `out` as CSV lines (`\n`-terminated, fields quoted where needed) and
+/// returns how many there were. Writing to memory: the only errors are the `csv` crate's own.
+fn render<R, F>(rows: impl IntoIterator<Item = R>, out: &mut Vec<u8>) -> io::Result<u64>
+where
+    R: IntoIterator<Item = F>,
+    F: AsRef<str>,
+{
+    // `flexible`: rows are not checked against each other's length, as before.
+    let mut writer = csv::WriterBuilder::new().flexible(true).from_writer(out);
+    let mut count = 0;
+    for row in rows {
+        for field in row {
+            writer.write_field(field.as_ref())?;
+        }
+        writer.write_record(None::<&[u8]>)?;
+        count += 1;
+    }
+    writer.flush()?;
+    Ok(count)
 }
 
 /// The CSV path a process writes to. `samples.csv` in the parent becomes `samples-<pid>.csv` in a
@@ -140,14 +160,6 @@ fn ends_with_newline(path: &Path, len: u64) -> io::Result<bool> {
 
 fn truncate(s: &str, n: usize) -> String {
     s.chars().take(n).collect()
-}
-
-fn csv_escape(field: &str) -> std::borrow::Cow<'_, str> {
-    if field.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", field.replace('"', "\"\"")).into()
-    } else {
-        field.into()
-    }
 }
 
 #[cfg(test)]
@@ -232,6 +244,18 @@ mod tests {
         );
         // The samples CSV's header is not ours: refused.
         assert!(CsvSink::open(&path).is_err());
+    }
+
+    #[test]
+    fn fields_are_quoted_only_where_needed() {
+        let path = tmp("quoting").with_file_name("q.csv");
+        let mut sink = CsvSink::open_with_columns(&path, &["a", "b", "c", "d", "e", "f"]).unwrap();
+        sink.write_rows([["plain", "a,b", "say \"hi\"", "two\nlines", "cr\r", ""]])
+            .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "a,b,c,d,e,f\nplain,\"a,b\",\"say \"\"hi\"\"\",\"two\nlines\",\"cr\r\",\n"
+        );
     }
 
     #[test]
