@@ -10,8 +10,8 @@ CARGO ?= cargo
 EXTRA_PYTHONS ?= 3.9 3.12 3.13
 PY_DEPS := maturin==1.16.* pytest==8.* fastapi uvicorn ruff==0.*
 # Debian packages the project needs (checked with dpkg, installed with apt-get when missing):
-# Chromium for the dashboard's browser tests; DejaVu Sans for the report's PNG charts.
-DEB_PACKAGES ?= chromium fonts-dejavu-core
+# Chromium for the dashboard's browser tests.
+DEB_PACKAGES ?= chromium
 # The dashboard's web page: uPlot (embedded in the binary) and the browser-test tools, from npm.
 WEB := crates/neurogc-dashboard/web
 NPM_STAMP := $(WEB)/node_modules/.package-lock.json

@@ -1,8 +1,9 @@
 //! The report's PNG charts, drawn with plotters' bitmap backend.
 //!
-//! Text goes through ab_glyph with a TrueType font read at run time: Debian's
-//! `fonts-dejavu-core` (`/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf`), or the file named by
-//! `NEUROGC_REPORT_FONT`. Without a font the charts are skipped and the report says why.
+//! Text goes through ab_glyph with DejaVu Sans compiled in (the `dejavu` crate: DejaVu 2.37,
+//! the release Debian's `fonts-dejavu-core` ships), so charts render on any machine. The
+//! TrueType file named by `NEUROGC_REPORT_FONT` replaces it; if that file cannot be used the
+//! charts are skipped and the report says why.
 //!
 //! Every x axis is seconds since the trial's `measure_start`, so repetitions overlay.
 
@@ -16,10 +17,9 @@ use plotters::prelude::*;
 
 use crate::rundir::RunData;
 
-/// The font the charts use unless `NEUROGC_REPORT_FONT` names another.
-pub const DEFAULT_FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
-/// The Debian package that provides [`DEFAULT_FONT`].
-pub const FONT_PACKAGE: &str = "fonts-dejavu-core";
+/// The environment variable naming a TrueType file to draw text with instead of the built-in
+/// DejaVu Sans.
+pub const FONT_ENV: &str = "NEUROGC_REPORT_FONT";
 
 const WIDTH: u32 = 1000;
 const FAMILY: &str = "sans-serif";
@@ -44,21 +44,34 @@ pub fn policy_color(i: usize) -> RGBColor {
 pub struct Charts {
     /// (title, path relative to the report, e.g. `charts/memory.png`).
     pub files: Vec<(String, String)>,
-    /// Why charts are missing (no font, a drawing error).
+    /// Why charts are missing (an unusable `NEUROGC_REPORT_FONT`, a drawing error).
     pub skipped: Vec<String>,
 }
 
-/// Reads and registers a font once per process.
+/// Registers the font once per process: the built-in DejaVu Sans, or `NEUROGC_REPORT_FONT`'s.
 fn ensure_font() -> std::result::Result<(), String> {
     static FONT: OnceLock<std::result::Result<(), String>> = OnceLock::new();
-    FONT.get_or_init(|| {
-        let path = std::env::var_os("NEUROGC_REPORT_FONT")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(DEFAULT_FONT));
-        let bytes = load_font(&path)?;
-        plotters::style::register_font(FAMILY, FontStyle::Normal, bytes)
-            .map_err(|_| format!("{} is not a usable TrueType font", path.display()))
-    })
+    FONT.get_or_init(
+        || match std::env::var_os(FONT_ENV).filter(|v| !v.is_empty()) {
+            None => {
+                plotters::style::register_font(FAMILY, FontStyle::Normal, dejavu::sans::regular())
+                    .map_err(|_| {
+                        "charts not drawn: the built-in DejaVu Sans did not load".to_string()
+                    })
+            }
+            Some(path) => {
+                let path = PathBuf::from(path);
+                let bytes = load_font(&path)?;
+                plotters::style::register_font(FAMILY, FontStyle::Normal, bytes).map_err(|_| {
+                    format!(
+                        "charts not drawn: {FONT_ENV}={} is not a usable TrueType font; unset it \
+                     to use the built-in DejaVu Sans",
+                        path.display()
+                    )
+                })
+            }
+        },
+    )
     .clone()
 }
 
@@ -67,8 +80,8 @@ pub fn load_font(path: &Path) -> std::result::Result<&'static [u8], String> {
     match std::fs::read(path) {
         Ok(bytes) => Ok(Box::leak(bytes.into_boxed_slice())),
         Err(e) => Err(format!(
-            "charts not drawn: cannot read the font {} ({e}); install Debian's {FONT_PACKAGE} \
-             (apt-get install {FONT_PACKAGE}) or set NEUROGC_REPORT_FONT to a .ttf file",
+            "charts not drawn: cannot read the font {} ({e}) named by {FONT_ENV}; unset it to use \
+             the built-in DejaVu Sans",
             path.display()
         )),
     }

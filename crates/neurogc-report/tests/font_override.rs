@@ -1,10 +1,11 @@
-//! Without the chart font the report is still written, without charts, naming the package.
-//! (Its own test binary: the font is read once per process.)
+//! The chart font is built in; `NEUROGC_REPORT_FONT` replaces it. A font file that cannot be read
+//! leaves the report written, without charts, saying which file and how to get the built-in font
+//! back. (Its own test binary: the font is registered once per process.)
 
 use std::path::Path;
 
 #[test]
-fn missing_font_skips_charts_with_a_clear_message() {
+fn unreadable_font_override_skips_charts_with_a_clear_message() {
     std::env::set_var("NEUROGC_REPORT_FONT", "/nonexistent/DejaVuSans.ttf");
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bench-2x2");
     let out = std::env::temp_dir().join(format!("neurogc-report-no-font-{}", std::process::id()));
@@ -16,8 +17,11 @@ fn missing_font_skips_charts_with_a_clear_message() {
         md.contains("charts not drawn: cannot read the font /nonexistent/DejaVuSans.ttf"),
         "{md}"
     );
-    assert!(md.contains("apt-get install fonts-dejavu-core"));
-    assert!(w.warnings.iter().any(|x| x.contains("fonts-dejavu-core")));
+    assert!(
+        md.contains("unset it to use the built-in DejaVu Sans"),
+        "{md}"
+    );
+    assert!(w.warnings.iter().any(|x| x.contains("NEUROGC_REPORT_FONT")));
     // The tables are all there.
     assert!(md.contains("### The seed's table"));
     assert!(!out.join("charts").exists());
