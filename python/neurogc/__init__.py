@@ -4,16 +4,19 @@
     agent = neurogc.start(policy="freeze", csv="samples.csv")   # any Python program
     app = neurogc.install(app, policy="threshold:5000,20,20")   # an ASGI app (FastAPI, Starlette)
 
-Policies are spec strings: ``default``, ``threshold:T0[,T1[,T2]]``, ``periodic:SECS``
-(automatic GC off, a full collection every SECS, with a memory guard: ``rss=SIZE``,
-``young=COUNT``, ``check=SECS``) and ``freeze[:WARMUP_SECS]``.
+Policies are spec strings: {policies}. ``periodic`` turns automatic GC off and
+collects every SECS, under a memory guard (``rss``, ``young``, ``check``).
 """
 
 from ._agent import Agent, current, start
-from ._native import columns, validate_policy
+from ._native import POLICIES, columns, validate_policy
 from .middleware import NeuroGCMiddleware, NeuroGCWSGIMiddleware, install
 
+# The one list of policies lives in the native core (neurogc_core::policy::spec::KNOWN_POLICIES).
+__doc__ = __doc__.format(policies=POLICIES)
+
 __all__ = [
+    "POLICIES",
     "Agent",
     "NeuroGCMiddleware",
     "NeuroGCWSGIMiddleware",

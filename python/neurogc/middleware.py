@@ -66,6 +66,7 @@ class _AgentBinding:
         else:
             self.agent = _agent.start(**self.options)
             self.owned = True
+        self.agent._native.serve_requests()
         return self.agent
 
     def release(self) -> None:

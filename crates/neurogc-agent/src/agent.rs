@@ -252,8 +252,17 @@ impl NativeAgent {
         if shared.is_failed() {
             return 0;
         }
+        if !shared.serves_requests.load(Ordering::Relaxed) {
+            shared.serves_requests.store(true, Ordering::Relaxed);
+        }
         shared.in_flight.fetch_add(1, Ordering::Relaxed);
         shared.epochs.token()
+    }
+
+    /// Says a middleware feeds this agent requests, so its samples report request rates (0 in a
+    /// quiet interval) instead of leaving them unmeasured.
+    fn serve_requests(&self) {
+        self.shared().serves_requests.store(true, Ordering::Relaxed);
     }
 
     /// Records a finished request. `token`: what `request_started` returned (without it the

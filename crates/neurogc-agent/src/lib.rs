@@ -42,5 +42,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<agent::NativeAgent>()?;
     m.add_function(wrap_pyfunction!(validate_policy, m)?)?;
     m.add_function(wrap_pyfunction!(columns, m)?)?;
+    m.add("POLICIES", neurogc_core::policy::spec::KNOWN_POLICIES)?;
     Ok(())
 }

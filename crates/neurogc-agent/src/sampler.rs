@@ -241,6 +241,9 @@ impl Sampler {
         let gc_window = self.shared.take_gc_window(last);
         let rates = self.reader.rates(&self.last_counters, &counters, elapsed);
         let latency = requests.summary();
+        // Request figures exist only where a middleware counts them.
+        let served = self.shared.serves_requests.load(Ordering::Relaxed);
+        let per_s = |n: u64| served.then_some(n as f64 / elapsed);
         {
             let mut totals = lock(&self.shared.totals);
             totals.requests += requests.requests;
@@ -260,17 +263,17 @@ impl Sampler {
             mem: rates.mem_percent,
             disk_read: rates.disk_read_per_s,
             disk_write: rates.disk_write_per_s,
-            net_sent: requests.bytes_out as f64 / elapsed,
-            net_recv: requests.bytes_in as f64 / elapsed,
-            rps: requests.requests as f64 / elapsed,
+            net_sent: per_s(requests.bytes_out),
+            net_recv: per_s(requests.bytes_in),
+            rps: per_s(requests.requests),
             p95: latency.p95,
             p99: latency.p99,
             gc_triggered: gc_window.any(),
             interval_s: elapsed,
             pid: std::process::id(),
             rss_bytes: rates.rss_bytes,
-            requests: requests.requests,
-            errors: requests.errors,
+            requests: served.then_some(requests.requests),
+            errors: served.then_some(requests.errors),
             in_flight: self.shared.in_flight.load(Ordering::Relaxed),
             p50: latency.p50,
             max_latency: latency.max,

@@ -39,6 +39,8 @@ pub struct Shared {
     pub requests: Mutex<RequestWindow>,
     pub gc: Mutex<GcState>,
     pub in_flight: AtomicI64,
+    /// A middleware feeds this agent requests: without one, request columns are unmeasured.
+    pub serves_requests: AtomicBool,
     /// Collection epochs, for the requests that overlapped a collection.
     pub epochs: GcEpochs,
     /// Set while the sampler runs a collection for the policy, so the callback can attribute it.

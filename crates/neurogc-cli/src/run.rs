@@ -15,8 +15,7 @@ const SITECUSTOMIZE: &str = include_str!("../../../python/neurogc/_bootstrap/sit
 
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
-    /// Policy spec: default, threshold:T0[,T1[,T2]], periodic:SECS, freeze[:WARMUP_SECS].
-    #[arg(long, default_value = "default")]
+    #[arg(long, default_value = "default", help = format!("Policy spec: {}", neurogc_core::policy::spec::KNOWN_POLICIES))]
     policy: String,
     /// Sample interval in seconds.
     #[arg(long, default_value_t = 1.0)]

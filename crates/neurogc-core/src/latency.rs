@@ -21,15 +21,15 @@ pub struct RequestWindow {
     pub gc2_overlap: u64,
 }
 
-/// Percentiles (ms) of a window.
+/// Percentiles (ms) of a window; `None` when no request finished in it.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct LatencySummary {
     pub count: u64,
-    pub p50: f64,
-    pub p95: f64,
-    pub p99: f64,
-    pub p999: f64,
-    pub max: f64,
+    pub p50: Option<f64>,
+    pub p95: Option<f64>,
+    pub p99: Option<f64>,
+    pub p999: Option<f64>,
+    pub max: Option<f64>,
 }
 
 impl Default for RequestWindow {
@@ -76,14 +76,14 @@ impl RequestWindow {
         if self.histogram.is_empty() {
             return LatencySummary::default();
         }
-        let ms = |q: f64| self.histogram.value_at_quantile(q) as f64 / 1_000.0;
+        let ms = |q: f64| Some(self.histogram.value_at_quantile(q) as f64 / 1_000.0);
         LatencySummary {
             count: self.histogram.len(),
             p50: ms(0.50),
             p95: ms(0.95),
             p99: ms(0.99),
             p999: ms(0.999),
-            max: self.histogram.max() as f64 / 1_000.0,
+            max: Some(self.histogram.max() as f64 / 1_000.0),
         }
     }
 }

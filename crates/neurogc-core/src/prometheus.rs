@@ -179,8 +179,11 @@ pub fn render(totals: &AgentTotals, latest: Option<&Sample>, policy: &str) -> St
             "gauge",
             "Request latency percentiles over the last interval.",
         );
+        // Unmeasured quantiles (no request finished in the interval) are left out.
         for (q, v) in [("0.5", s.p50), ("0.95", s.p95), ("0.99", s.p99)] {
-            e.value("latency_ms", &format!("quantile=\"{q}\""), v);
+            if let Some(v) = v {
+                e.value("latency_ms", &format!("quantile=\"{q}\""), v);
+            }
         }
     }
     e.0

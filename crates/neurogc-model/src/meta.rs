@@ -55,10 +55,43 @@ pub struct Normalization {
 }
 
 impl Normalization {
-    /// Normalises one feature vector in place. A constant feature (std 0) maps to 0.
+    /// Mean and sample standard deviation (ddof 1, as numpy and torch users compute it) of each
+    /// feature over `rows`. NaN marks an unmeasured value and is left out.
+    pub fn fit<'a>(rows: impl IntoIterator<Item = &'a [f32; N_FEATURES]>) -> Normalization {
+        let mut sum = [0f64; N_FEATURES];
+        let mut sq = [0f64; N_FEATURES];
+        let mut n = [0f64; N_FEATURES];
+        for row in rows {
+            for f in 0..N_FEATURES {
+                if !row[f].is_nan() {
+                    sum[f] += f64::from(row[f]);
+                    sq[f] += f64::from(row[f]).powi(2);
+                    n[f] += 1.0;
+                }
+            }
+        }
+        let mut mean = vec![0f32; N_FEATURES];
+        let mut std = vec![0f32; N_FEATURES];
+        for f in 0..N_FEATURES {
+            if n[f] > 0.0 {
+                let m = sum[f] / n[f];
+                let var = (sq[f] / n[f] - m * m).max(0.0);
+                mean[f] = m as f32;
+                std[f] = (var * n[f] / (n[f] - 1.0).max(1.0)).sqrt() as f32;
+            }
+        }
+        Normalization { mean, std }
+    }
+
+    /// Normalises one feature vector in place. A constant feature (std 0) maps to 0, and so
+    /// does an unmeasured one (NaN): the training mean, the least informative value.
     pub fn apply(&self, x: &mut [f32; N_FEATURES]) {
         for ((v, m), s) in x.iter_mut().zip(&self.mean).zip(&self.std) {
-            *v = if *s > 0.0 { (*v - m) / s } else { 0.0 };
+            *v = if *s > 0.0 && !v.is_nan() {
+                (*v - m) / s
+            } else {
+                0.0
+            };
         }
     }
 }

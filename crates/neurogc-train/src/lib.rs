@@ -289,14 +289,5 @@ pub fn run_import(args: ImportArgs) -> Result<i32> {
 
 /// z-score statistics over all rows (sample std), as the seed normalised its training set.
 pub fn normalization_of(rows: &[neurogc_model::FeatureVector]) -> Normalization {
-    let n = rows.len() as f64;
-    let mut mean = vec![0f32; N_FEATURES];
-    let mut std = vec![0f32; N_FEATURES];
-    for f in 0..N_FEATURES {
-        let m = rows.iter().map(|r| r[f] as f64).sum::<f64>() / n;
-        let var = rows.iter().map(|r| (r[f] as f64 - m).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
-        mean[f] = m as f32;
-        std[f] = var.sqrt() as f32;
-    }
-    Normalization { mean, std }
+    Normalization::fit(rows)
 }

@@ -91,34 +91,15 @@ pub fn prepare(
         return Err("no training windows left after the validation split".into());
     }
     // Statistics over rows that appear in training windows only.
-    let mut sum = [0f64; N_FEATURES];
-    let mut sq = [0f64; N_FEATURES];
-    let mut n = 0f64;
-    for (s, n_train, _) in &spans {
+    // Statistics of the rows the training windows use (never the validation part).
+    let normalization = Normalization::fit(spans.iter().flat_map(|(s, n_train, _)| {
         let rows_used = if *n_train == 0 {
             0
         } else {
             n_train + window - 1
         };
-        for row in &s.rows[..rows_used] {
-            for f in 0..N_FEATURES {
-                sum[f] += row[f] as f64;
-                sq[f] += (row[f] as f64).powi(2);
-            }
-            n += 1.0;
-        }
-    }
-    let mean: Vec<f32> = sum.iter().map(|s| (s / n) as f32).collect();
-    let std: Vec<f32> = sq
-        .iter()
-        .zip(&sum)
-        .map(|(q, s)| {
-            let var = (q / n - (s / n).powi(2)).max(0.0);
-            // Sample std (ddof=1) as numpy/torch users compute it.
-            (var * n / (n - 1.0).max(1.0)).sqrt() as f32
-        })
-        .collect();
-    let normalization = Normalization { mean, std };
+        &s.rows[..rows_used]
+    }));
     let mut train = Examples {
         window,
         ..Default::default()

@@ -42,11 +42,11 @@ pub fn features(sample: &Sample, model: &Model) -> FeatureVector {
         sample.mem,
         sample.disk_read,
         sample.disk_write,
-        Some(sample.net_sent),
-        Some(sample.net_recv),
-        Some(sample.rps),
-        Some(sample.p95),
-        Some(sample.p99),
+        sample.net_sent,
+        sample.net_recv,
+        sample.rps,
+        sample.p95,
+        sample.p99,
         Some(if sample.gc_triggered { 1.0 } else { 0.0 }),
     ];
     debug_assert_eq!(values.len(), FEATURES.len());

@@ -12,9 +12,11 @@ use super::{
     DefaultPolicy, FreezePolicy, GuardConfig, MemoryGuard, PeriodicPolicy, Policy, ThresholdPolicy,
 };
 
-/// The policies this build knows, for error messages.
-pub const KNOWN_POLICIES: &str =
-    "default, threshold:T0[,T1[,T2]], periodic:SECS, freeze[:WARMUP_SECS], neurogc-seed:MODEL_DIR[,threshold=T]";
+/// The policies this build knows: the one list that error messages, the command line's help
+/// and the Python package's docstring show.
+pub const KNOWN_POLICIES: &str = "default, threshold:T0[,T1[,T2]], \
+     periodic:SECS[,rss=SIZE][,young=COUNT][,check=SECS], freeze[:WARMUP_SECS], \
+     neurogc-seed:MODEL_DIR[,threshold=T]";
 
 /// Default warm-up before `freeze` collects and freezes.
 pub const DEFAULT_FREEZE_WARMUP: Duration = Duration::from_secs(5);

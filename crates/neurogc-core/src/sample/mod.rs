@@ -43,14 +43,15 @@ pub struct Sample {
     /// Storage bytes/s read and written by this process (`/proc/<pid>/io`).
     pub disk_read: Option<f64>,
     pub disk_write: Option<f64>,
-    /// HTTP bytes/s out of and into this service, counted by the middleware.
-    pub net_sent: f64,
-    pub net_recv: f64,
-    /// Requests completed per second over the interval.
-    pub rps: f64,
-    /// Latency percentiles (ms) of the interval's requests; 0 when none completed.
-    pub p95: f64,
-    pub p99: f64,
+    /// HTTP bytes/s out of and into this service, counted by the middleware (`None` without
+    /// one: a process that serves no requests through NeuroGC has no such measurement).
+    pub net_sent: Option<f64>,
+    pub net_recv: Option<f64>,
+    /// Requests completed per second over the interval (`None` without a middleware).
+    pub rps: Option<f64>,
+    /// Latency percentiles (ms) of the interval's requests; `None` when none completed.
+    pub p95: Option<f64>,
+    pub p99: Option<f64>,
     /// Any collection (of any generation, by anyone) ran in the interval.
     pub gc_triggered: bool,
 
@@ -58,12 +59,13 @@ pub struct Sample {
     pub interval_s: f64,
     pub pid: u32,
     pub rss_bytes: Option<u64>,
-    pub requests: u64,
-    /// Requests answered with a 5xx status or that raised.
-    pub errors: u64,
+    /// Requests finished in the interval (`None` without a middleware).
+    pub requests: Option<u64>,
+    /// Requests answered with a 5xx status or that raised (`None` without a middleware).
+    pub errors: Option<u64>,
     pub in_flight: i64,
-    pub p50: f64,
-    pub max_latency: f64,
+    pub p50: Option<f64>,
+    pub max_latency: Option<f64>,
     pub gc: [GenerationSample; GENERATIONS],
     /// `gc.get_count()` at the end of the interval.
     pub gc_count: [i64; GENERATIONS],
@@ -178,20 +180,20 @@ impl Sample {
             Value::Float(self.mem),
             Value::Float(self.disk_read),
             Value::Float(self.disk_write),
-            Value::Float(Some(self.net_sent)),
-            Value::Float(Some(self.net_recv)),
-            Value::Float(Some(self.rps)),
-            Value::Float(Some(self.p95)),
-            Value::Float(Some(self.p99)),
+            Value::Float(self.net_sent),
+            Value::Float(self.net_recv),
+            Value::Float(self.rps),
+            Value::Float(self.p95),
+            Value::Float(self.p99),
             Value::Bool(self.gc_triggered),
             Value::Float(Some(self.interval_s)),
             Value::Int(Some(i64::from(self.pid))),
             Value::Int(opt_u64(self.rss_bytes)),
-            u(self.requests),
-            u(self.errors),
+            Value::Int(opt_u64(self.requests)),
+            Value::Int(opt_u64(self.errors)),
             Value::Int(Some(self.in_flight)),
-            Value::Float(Some(self.p50)),
-            Value::Float(Some(self.max_latency)),
+            Value::Float(self.p50),
+            Value::Float(self.max_latency),
         ];
         for g in &self.gc {
             v.push(u(g.collections));
