@@ -103,12 +103,17 @@ mod tests {
             };
             w.record(ms * 1_000_000, 10, 20, ms % 100 == 0, overlap);
         }
+        assert_eq!(
+            RequestWindow::new().summary().p99,
+            None,
+            "no request, no latency"
+        );
         let s = w.summary();
         assert_eq!(s.count, 1000);
-        assert!((s.p50 - 500.0).abs() <= 1.0, "{s:?}");
-        assert!((s.p95 - 950.0).abs() <= 1.0, "{s:?}");
-        assert!((s.p99 - 990.0).abs() <= 1.0, "{s:?}");
-        assert!((s.max - 1000.0).abs() <= 1.0, "{s:?}");
+        assert!((s.p50.unwrap() - 500.0).abs() <= 1.0, "{s:?}");
+        assert!((s.p95.unwrap() - 950.0).abs() <= 1.0, "{s:?}");
+        assert!((s.p99.unwrap() - 990.0).abs() <= 1.0, "{s:?}");
+        assert!((s.max.unwrap() - 1000.0).abs() <= 1.0, "{s:?}");
         assert_eq!(w.errors, 10);
         assert_eq!(w.bytes_in, 10_000);
         assert_eq!(w.bytes_out, 20_000);

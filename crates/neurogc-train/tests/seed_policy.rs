@@ -55,11 +55,11 @@ fn a_trained_model_fires_where_the_target_is_high() {
             mem: Some(r[1] as f64),
             disk_read: Some(r[2] as f64),
             disk_write: Some(r[3] as f64),
-            net_sent: r[4] as f64,
-            net_recv: r[5] as f64,
-            rps: r[6] as f64,
-            p95: r[7] as f64,
-            p99: r[8] as f64,
+            net_sent: Some(r[4] as f64),
+            net_recv: Some(r[5] as f64),
+            rps: Some(r[6] as f64),
+            p95: Some(r[7] as f64),
+            p99: Some(r[8] as f64),
             gc_triggered: r[9] > 0.5,
             ..Sample::default()
         };
