@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use serde_json::{Map, Number, Value};
+use neurogc_core::sample::read::{Header, Row};
+use neurogc_dashboard::schema::cell_json;
+use serde_json::{Map, Value};
 
 use crate::http;
 use crate::tail::Tail;
@@ -17,7 +19,7 @@ use crate::tail::Tail;
 struct Source {
     server: String,
     tail: Tail,
-    header: Option<Vec<String>>,
+    header: Option<Header>,
 }
 
 pub struct Streamer {
@@ -99,12 +101,17 @@ fn collect(sources: &Mutex<Vec<Source>>) -> Vec<Value> {
     };
     for src in sources.iter_mut() {
         for line in src.tail.poll() {
-            let fields = split_csv_line(&line);
             match &src.header {
-                None => src.header = Some(fields),
+                // The first line is the header; a file that has none is not followed.
+                None => src.header = Header::new(line.split(',')).ok(),
                 // The agent appends to an existing file without a second header.
-                Some(h) if fields == *h => {}
-                Some(h) => out.push(sample_json(&src.server, h, &fields)),
+                Some(h) if line.split(',').eq(h.columns.iter().map(String::as_str)) => {}
+                // A row the reader refuses is left out of the view; the CSV keeps it.
+                Some(h) => {
+                    if let Ok(row) = h.parse_line(0, &line) {
+                        out.push(sample_json(&src.server, h, &row));
+                    }
+                }
             }
         }
     }
@@ -133,34 +140,12 @@ fn post(addr: SocketAddr, batch: Vec<Value>, warned: &mut bool) {
     }
 }
 
-fn split_csv_line(line: &str) -> Vec<String> {
-    let mut reader = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .from_reader(line.as_bytes());
-    reader
-        .records()
-        .next()
-        .and_then(Result::ok)
-        .map(|r| r.iter().map(str::to_string).collect())
-        .unwrap_or_default()
-}
-
-/// One CSV row as the dashboard's sample: numbers as numbers, `True`/`False` as booleans,
-/// empty cells as null.
-fn sample_json(server: &str, header: &[String], fields: &[String]) -> Value {
+/// One CSV row as the dashboard's sample, each cell read by the sample reader's rules.
+fn sample_json(server: &str, header: &Header, row: &Row) -> Value {
     let mut obj = Map::new();
     obj.insert("server".into(), Value::String(server.to_string()));
-    for (name, text) in header.iter().zip(fields) {
-        let v = if text.is_empty() {
-            Value::Null
-        } else if let Some(n) = text.parse::<f64>().ok().and_then(Number::from_f64) {
-            Value::Number(n)
-        } else if text == "True" || text == "False" {
-            Value::Bool(text == "True")
-        } else {
-            Value::String(text.clone())
-        };
-        obj.insert(name.clone(), v);
+    for (name, cell) in header.columns.iter().zip(&row.cells) {
+        obj.insert(name.clone(), cell_json(cell));
     }
     Value::Object(obj)
 }
@@ -179,11 +164,9 @@ mod tests {
 
     #[test]
     fn rows_become_typed_samples() {
-        let header: Vec<String> = ["time", "cpu", "gc_triggered", "policy_reason", "p95"]
-            .map(String::from)
-            .to_vec();
-        let fields = split_csv_line("12.5,3,True,\"a, b\",");
-        let v = sample_json("default", &header, &fields);
+        let header = Header::new(["time", "cpu", "gc_triggered", "policy_reason", "p95"]).unwrap();
+        let row = header.parse_line(2, "12.5,3,True,\"a, b\",").unwrap();
+        let v = sample_json("default", &header, &row);
         assert_eq!(v["server"], "default");
         assert_eq!(v["time"], 12.5);
         assert_eq!(v["cpu"], 3.0);
