@@ -275,3 +275,88 @@ fn aa_check(cells: &[BTreeMap<Metric, Cell>]) -> AaCheck {
         significant,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Every branch of the verdicts, pinned on constructed measurements.
+    use super::*;
+    use neurogc_stats::BootstrapConfig;
+
+    fn compare(base: &[f64], cand: &[f64]) -> Comparison {
+        Comparison::new("p99", "a", base, "b", cand, &BootstrapConfig::default()).unwrap()
+    }
+
+    const BASE: [f64; 5] = [10.0, 10.2, 9.9, 10.1, 10.0];
+    const LOWER: [f64; 5] = [5.0, 5.1, 4.9, 5.0, 5.05];
+    const HIGHER: [f64; 5] = [20.0, 20.3, 19.8, 20.1, 20.0];
+    const NOISY: [f64; 5] = [9.0, 11.5, 10.4, 8.8, 10.9];
+    const SLIGHTLY_LOWER: [f64; 5] = [9.70, 9.88, 9.61, 9.79, 9.70];
+
+    #[test]
+    fn marks_follow_the_metric_direction() {
+        let lower = compare(&BASE, &LOWER);
+        let higher = compare(&BASE, &HIGHER);
+        assert!(lower.is_significant() && higher.is_significant());
+        assert_eq!(mark(&lower, Better::Lower, None), Mark::Better);
+        assert_eq!(mark(&higher, Better::Lower, None), Mark::Worse);
+        assert_eq!(mark(&higher, Better::Higher, None), Mark::Better);
+        assert_eq!(mark(&lower, Better::Higher, None), Mark::Worse);
+        assert_eq!(mark(&lower, Better::Neither, None), Mark::Changed);
+        assert_eq!(mark(&higher, Better::Neither, None), Mark::Changed);
+    }
+
+    #[test]
+    fn the_floor_comes_before_significance() {
+        let small = compare(&BASE, &SLIGHTLY_LOWER);
+        assert!(small.is_significant(), "3 % lower, consistently");
+        let floor = NoiseFloor::new(0.05).unwrap();
+        assert_eq!(mark(&small, Better::Lower, Some(floor)), Mark::WithinNoise);
+        // Without a floor a significant difference is judged, however small.
+        assert_eq!(mark(&small, Better::Lower, None), Mark::Better);
+        // A floor smaller than the change lets the verdict through.
+        let tight = NoiseFloor::new(0.01).unwrap();
+        assert_eq!(mark(&small, Better::Lower, Some(tight)), Mark::Better);
+    }
+
+    #[test]
+    fn noise_is_not_significant() {
+        let noisy = compare(&BASE, &NOISY);
+        assert!(!noisy.is_significant());
+        assert_eq!(mark(&noisy, Better::Lower, None), Mark::NotSignificant);
+        let same = compare(&BASE, &BASE);
+        assert_eq!(mark(&same, Better::Lower, None), Mark::NotSignificant);
+        let one_trial = compare(&[10.0], &[5.0]);
+        assert_eq!(mark(&one_trial, Better::Lower, None), Mark::NotSignificant);
+    }
+
+    fn cells(p99: Comparison) -> Vec<BTreeMap<Metric, Cell>> {
+        let mark = mark(&p99, Better::Lower, None);
+        vec![BTreeMap::from([(
+            Metric::P99,
+            Cell {
+                comparison: p99,
+                floor: None,
+                mark,
+            },
+        )])]
+    }
+
+    #[test]
+    fn aa_passes_only_when_p99_is_close_and_not_significant() {
+        let close = aa_check(&cells(compare(&BASE, &NOISY)));
+        assert!(close.p99_change.unwrap() < AA_P99_BOUND, "{close:?}");
+        assert!(close.pass());
+        assert!(
+            close.floors[&Metric::P99] > 0.0,
+            "the spread becomes the floor"
+        );
+        // Significant, though under 5 %: fails.
+        let biased = aa_check(&cells(compare(&BASE, &SLIGHTLY_LOWER)));
+        assert!(biased.p99_significant && biased.p99_change.unwrap() < AA_P99_BOUND);
+        assert!(!biased.pass());
+        // Far apart: fails.
+        let far = aa_check(&cells(compare(&BASE, &HIGHER)));
+        assert!(!far.pass());
+        assert!(!far.summary().pass);
+    }
+}
