@@ -11,7 +11,7 @@ use neurogc_dashboard::Background;
 use neurogc_load::Shape;
 use neurogc_record::{
     files, AutoRate, LoadInfo, Mode, Pinning, RateSource, RunDir, RunInfo, RunKind, RunStatus,
-    Trial, TrialStatus, SCHEMA,
+    Trial, TrialStatus,
 };
 use neurogc_units::unix_now;
 
@@ -167,33 +167,21 @@ impl Session {
             App::Demo { python, .. } => Some(python.as_path()),
             App::Cmd { .. } => None,
         };
+        let name = spec.output.name.as_deref().unwrap_or(spec.kind.as_str());
+        let policies = spec.policies.iter().map(Policy::entry).collect();
         let info = RunInfo {
-            schema: SCHEMA,
-            kind: spec.kind,
-            name: spec
-                .output
-                .name
-                .clone()
-                .unwrap_or_else(|| spec.kind.as_str().into()),
             command,
-            created: unix_now(),
-            finished: None,
-            status: RunStatus::Running,
-            error: None,
-            app: app.describe(),
             mode: spec.mode,
             repeat: spec.repeat,
             warmup_s: spec.warmup.as_secs_f64(),
             duration_s: spec.duration.as_secs_f64(),
             interval_s: spec.app.interval,
-            load: None,
-            policies: spec.policies.iter().map(Policy::entry).collect(),
             pinning: pin.then(|| Pinning {
                 server_cpus: placement.server.clone(),
                 load_cpus: placement.load.clone(),
             }),
             system: system::read(python),
-            trials: Vec::new(),
+            ..RunInfo::new(spec.kind, name, app.describe(), policies)
         };
         let run = RunDir::create(&spec.output.runs_dir, info)?;
         eprintln!(

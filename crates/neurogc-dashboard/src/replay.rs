@@ -193,33 +193,15 @@ mod tests {
         use neurogc_record::*;
         let root = std::env::temp_dir().join(format!("neurogc-replay-run-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
-        let info = RunInfo {
-            schema: SCHEMA,
-            kind: RunKind::Bench,
-            name: "r".into(),
-            command: vec![],
-            created: 0.0,
-            finished: None,
-            status: RunStatus::Complete,
-            error: None,
-            app: AppInfo::Cmd {
-                command: "app {port}".into(),
-            },
-            mode: Mode::Sequential,
-            repeat: 2,
-            warmup_s: 0.0,
-            duration_s: 1.0,
-            interval_s: 1.0,
-            load: None,
-            policies: vec![PolicyEntry {
-                label: "default".into(),
-                spec: "default".into(),
-                model: None,
-            }],
-            pinning: None,
-            system: SystemInfo::default(),
-            trials: vec![],
+        let app = AppInfo::Cmd {
+            command: "app {port}".into(),
         };
+        let policy = PolicyEntry {
+            label: "default".into(),
+            spec: "default".into(),
+            model: None,
+        };
+        let info = RunInfo::new(RunKind::Bench, "r", app, vec![policy]);
         let mut run = RunDir::create(&root, info).unwrap();
         for (rep, t0) in [(1, 10.0), (2, 20.0)] {
             let trial = run.add_trial("default", "default", rep).unwrap();

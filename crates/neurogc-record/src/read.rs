@@ -153,23 +153,18 @@ mod tests {
     use crate::write::RunDir;
 
     fn info(name: &str) -> RunInfo {
+        let app = AppInfo::Cmd {
+            command: "python -m http.server {port}".into(),
+        };
+        let policies = vec![PolicyEntry {
+            label: "default".into(),
+            spec: "default".into(),
+            model: None,
+        }];
         RunInfo {
-            schema: SCHEMA,
-            kind: RunKind::Bench,
-            name: name.into(),
             command: vec!["neurogc".into(), "bench".into()],
-            created: 1_795_329_015.0,
-            finished: None,
-            status: RunStatus::Running,
-            error: None,
-            app: AppInfo::Cmd {
-                command: "python -m http.server {port}".into(),
-            },
             mode: Mode::Alternating,
             repeat: 2,
-            warmup_s: 1.0,
-            duration_s: 2.0,
-            interval_s: 0.5,
             load: Some(LoadInfo {
                 shape: neurogc_load::Shape::Open { rate: 40.0 },
                 rate_source: RateSource::Auto,
@@ -180,14 +175,7 @@ mod tests {
                 }),
                 alternate_s: Some(2.0),
             }),
-            policies: vec![PolicyEntry {
-                label: "default".into(),
-                spec: "default".into(),
-                model: None,
-            }],
-            pinning: None,
-            system: SystemInfo::default(),
-            trials: vec![],
+            ..RunInfo::new(RunKind::Bench, name, app, policies)
         }
     }
 

@@ -256,6 +256,35 @@ pub struct RunInfo {
 }
 
 impl RunInfo {
+    /// A run starting now: status `running`, one repetition of nothing yet, no load recorded,
+    /// this build's version; the caller fills in the rest.
+    pub fn new(kind: RunKind, name: &str, app: AppInfo, policies: Vec<PolicyEntry>) -> RunInfo {
+        RunInfo {
+            schema: SCHEMA,
+            kind,
+            name: name.to_string(),
+            command: Vec::new(),
+            created: neurogc_units::unix_now(),
+            finished: None,
+            status: RunStatus::Running,
+            error: None,
+            app,
+            mode: Mode::Sequential,
+            repeat: 1,
+            warmup_s: 0.0,
+            duration_s: 0.0,
+            interval_s: 1.0,
+            load: None,
+            policies,
+            pinning: None,
+            system: SystemInfo {
+                neurogc_version: Some(env!("CARGO_PKG_VERSION").to_string()),
+                ..SystemInfo::default()
+            },
+            trials: Vec::new(),
+        }
+    }
+
     /// The baseline: the first policy.
     pub fn baseline(&self) -> &PolicyEntry {
         &self.policies[0]
