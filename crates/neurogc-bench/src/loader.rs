@@ -96,8 +96,8 @@ pub fn read_output(path: &Path) -> Result<Output> {
     read_json_lines(path, &path.display().to_string())
 }
 
-/// Splits a multi-host `--json-out` file into one file per host (rows of that host, then the
-/// summary narrowed to it), and moves each host's `.hlog` from `hdr_dir` to its place.
+/// Splits a multi-host `--json-out` file into one file per host (per-second rows and turns of
+/// that host, then the summary narrowed to it), and moves each host's `.hlog` from `hdr_dir` to its place.
 pub fn split_by_host(
     combined: &Path,
     hdr_dir: &Path,
@@ -106,7 +106,12 @@ pub fn split_by_host(
     let all = read_output(combined)?;
     for (host, jsonl, hlog) in outputs {
         let mut lines = String::new();
-        for row in all.rows.iter().filter(|r| &r.host == host) {
+        for row in all
+            .rows
+            .iter()
+            .chain(&all.turns)
+            .filter(|r| &r.host == host)
+        {
             lines.push_str(&serde_json::to_string(row)?);
             lines.push('\n');
         }

@@ -66,6 +66,18 @@ pub struct LoadArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "rate")]
     pub alternate: Option<Duration>,
 
+    /// With --alternate: the process group of each host, in --host order. Each group is stopped
+    /// (SIGSTOP) between its turns and continued (SIGCONT) for them, so a server sees no idle
+    /// time its traffic would not give it (a timer cannot fire into a free idle turn). All are
+    /// continued when the run ends.
+    #[arg(
+        long,
+        value_name = "PGID,...",
+        value_delimiter = ',',
+        requires = "alternate"
+    )]
+    pub stop_idle: Vec<i32>,
+
     /// Open loop: a request dispatched later than this after its intended time counts as a late start.
     #[arg(long, value_name = "DURATION", default_value = "10ms", value_parser = parse_duration)]
     pub late_threshold: Duration,
@@ -192,6 +204,10 @@ impl LoadArgs {
             if let Some(d) = self.alternate {
                 flag("--alternate", Some(ms(d)));
             }
+            if !self.stop_idle.is_empty() {
+                let groups: Vec<String> = self.stop_idle.iter().map(i32::to_string).collect();
+                flag("--stop-idle", Some(groups.join(",")));
+            }
         }
         flag("--late-threshold", Some(ms(self.late_threshold)));
         flag("--timeout", Some(ms(self.timeout)));
@@ -237,6 +253,8 @@ pub enum Mode {
         late_threshold: Duration,
         /// Slice length when hosts take turns (`--alternate`).
         alternate: Option<Duration>,
+        /// Process groups stopped between their turns (`--stop-idle`), one per host.
+        stop_idle: Vec<i32>,
     },
 }
 
@@ -305,12 +323,25 @@ impl Config {
                         bail!("--alternate {slice:?} must be between 100ms and 1h");
                     }
                 }
+                if !a.stop_idle.is_empty() {
+                    if a.stop_idle.len() != targets.len() {
+                        bail!(
+                            "--stop-idle has {} process groups for {} hosts: give one per --host, in order",
+                            a.stop_idle.len(),
+                            targets.len()
+                        );
+                    }
+                    if let Some(bad) = a.stop_idle.iter().find(|&&g| g <= 1) {
+                        bail!("--stop-idle {bad} is not a process group id (must be above 1)");
+                    }
+                }
                 Mode::Open {
                     rate,
                     arrivals: a.arrivals.unwrap_or(Arrivals::Uniform),
                     max_in_flight: a.max_in_flight,
                     late_threshold: a.late_threshold,
                     alternate: a.alternate,
+                    stop_idle: a.stop_idle.clone(),
                 }
             }
             None => {
@@ -389,6 +420,7 @@ mod tests {
         let mut open = LoadArgs::for_hosts(&hosts);
         open.set_shape(&Shape::Open { rate: 37.5 });
         open.alternate = Some(Duration::from_millis(2500));
+        open.stop_idle = vec![4242, 4343];
         open.arrivals = Some(Arrivals::Poisson);
         open.run_time = Some(Duration::from_millis(12_345));
         open.timeout = Duration::from_secs(3);

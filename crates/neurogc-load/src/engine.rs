@@ -38,6 +38,8 @@ struct Shared {
     stats: RefCell<Stats>,
     /// Open loop: idle keep-alive connections and requests in flight, per host.
     pools: Vec<Pool>,
+    /// `--stop-idle`: the host whose turn it is (the others are stopped once drained).
+    current_host: Cell<Option<usize>>,
 }
 
 #[derive(Default)]
@@ -69,8 +71,11 @@ async fn drive(cfg: Rc<Config>) -> Result<Summary> {
             .collect(),
         stats: RefCell::new(Stats::new(cfg.targets.len(), cfg.tasks.len())),
         pools: cfg.targets.iter().map(|_| Pool::default()).collect(),
+        current_host: Cell::new(None),
         cfg: cfg.clone(),
     });
+    // Whatever ends the run, no server is left stopped.
+    let _resume = Resume(stopped_groups(&cfg).to_vec());
     let start = Instant::now();
     let deadline = cfg.run_time.map(|d| start + d);
     let mut load: JoinHandle<()> = match cfg.mode {
@@ -104,7 +109,7 @@ async fn drive(cfg: Rc<Config>) -> Result<Summary> {
         if Some(until) == deadline {
             break;
         }
-        roll(&shared, &mut reporter, start, &mut last_roll, until)?;
+        roll(&shared, &mut reporter, start, &mut last_roll, until, false)?;
         next_tick += Duration::from_secs(1);
     }
     let end = if interrupted {
@@ -123,7 +128,7 @@ async fn drive(cfg: Rc<Config>) -> Result<Summary> {
     }
     load.abort();
     let now = Instant::now();
-    roll(&shared, &mut reporter, start, &mut last_roll, now)?;
+    roll(&shared, &mut reporter, start, &mut last_roll, now, true)?;
     let summary = summarize(
         &cfg,
         &shared.stats.borrow(),
@@ -136,24 +141,64 @@ async fn drive(cfg: Rc<Config>) -> Result<Summary> {
     Ok(summary)
 }
 
-/// Closes the statistics window `[last_roll, now]` and reports it.
+/// Closes the statistics window `[last_roll, now]` and reports it, with the turns that are
+/// over (all of them at the `end`).
 fn roll(
     shared: &Shared,
     reporter: &mut Reporter,
     start: Instant,
     last_roll: &mut Instant,
     now: Instant,
+    end: bool,
 ) -> Result<()> {
-    let snaps = {
+    let (snaps, turns) = {
         let mut stats = shared.stats.borrow_mut();
         for (h, p) in shared.pools.iter().enumerate() {
             stats.set_in_flight(h, p.in_flight.get());
         }
-        stats.roll()
+        // A turn is over once no request sent in it can still be in flight.
+        let turns = shared.cfg.turns().map(|t| {
+            let grace = shared.cfg.timeout + Duration::from_secs(1);
+            let done =
+                |slice: u64| end || t.slice.mul_f64((slice + 1) as f64) + grace <= now - start;
+            (t, stats.take_turns(done))
+        });
+        (stats.roll(), turns)
     };
     let interval = now - *last_roll;
     *last_roll = now;
-    reporter.second(&snaps, now - start, interval)
+    reporter.second(&snaps, now - start, interval)?;
+    match turns {
+        Some((t, turns)) if !turns.is_empty() => reporter.turns(&turns, t),
+        _ => Ok(()),
+    }
+}
+
+/// The process groups `--stop-idle` stops between their turns (none without it).
+fn stopped_groups(cfg: &Config) -> &[i32] {
+    match &cfg.mode {
+        Mode::Open { stop_idle, .. } => stop_idle,
+        Mode::Closed { .. } => &[],
+    }
+}
+
+/// Sends `signal` to the process group `pgid`; a group that is gone is no error.
+fn signal_group(pgid: i32, signal: i32) {
+    // SAFETY: kill(2) with a negative pid signals a process group; no memory is involved.
+    unsafe {
+        libc::kill(-pgid, signal);
+    }
+}
+
+/// Continues every group it holds when dropped: no server stays stopped after the run.
+struct Resume(Vec<i32>);
+
+impl Drop for Resume {
+    fn drop(&mut self) {
+        for &g in &self.0 {
+            signal_group(g, libc::SIGCONT);
+        }
+    }
 }
 
 fn summarize(
@@ -293,7 +338,7 @@ async fn user(
         shared
             .stats
             .borrow_mut()
-            .record(host, task, sent.elapsed(), result);
+            .record(host, task, sent.elapsed(), result, None);
         let pause = wait.sample(&mut rng);
         if !pause.is_zero() {
             let wake = Instant::now() + pause;
@@ -310,23 +355,42 @@ const MIN_WAKE_GAP: Duration = Duration::from_micros(100);
 /// wrk2 semantics: request `i` is due at its intended time whatever happened before it; its
 /// latency is measured from that time, so a stalled server cannot slow the clock down
 /// (no coordinated omission). All hosts get the same intended times and tasks, or, with
-/// `--alternate`, each in its turn.
+/// `--alternate`, each in its turn (and with `--stop-idle`, each host's processes are stopped
+/// outside its turns). A task file's `[bursts]` skips the arrivals that fall in its idle gaps.
 async fn open_loop(shared: Rc<Shared>, start: Instant, deadline: Option<Instant>) {
     let Mode::Open {
         rate,
         arrivals,
         late_threshold,
+        ref stop_idle,
         ..
     } = shared.cfg.mode
     else {
         return;
     };
     let turns = shared.cfg.turns();
+    let bursts = shared.cfg.tasks.bursts();
     let mut clock = ArrivalClock::new(rate, arrivals, Rng::derive(shared.cfg.seed, u64::MAX));
     let picks_of_round =
         |round: u64| Rng::derive(shared.cfg.seed.wrapping_add(round), u64::MAX - 1);
+    let gate_of_round = |round: u64| {
+        bursts.map(|b| {
+            b.gate(Rng::derive(
+                shared.cfg.seed.wrapping_add(round),
+                u64::MAX - 2,
+            ))
+        })
+    };
     let mut picks = picks_of_round(0);
+    let mut gate = gate_of_round(0);
     let mut current_slice = 0;
+    if let Some(&first) = stop_idle.first() {
+        for &g in &stop_idle[1..] {
+            signal_group(g, libc::SIGSTOP);
+        }
+        signal_group(first, libc::SIGCONT);
+        shared.current_host.set(Some(0));
+    }
     let sleeper = Sleeper::new();
     let mut last_wake = start;
     loop {
@@ -340,22 +404,41 @@ async fn open_loop(shared: Rc<Shared>, start: Instant, deadline: Option<Instant>
                 .await;
             last_wake = Instant::now();
         }
+        let offset = intended - start;
+        // Bursts are timed from the start of the run, or of the host's slice when hosts take
+        // turns, so every host's slice of a round gets the same bursts.
+        let mut burst_offset = offset;
         if let Some(t) = turns {
             // Every host's slice of a round replays the same task sequence: hosts taking turns
             // get the same requests, as hosts loaded at once do.
-            let slice = t.slice_at(intended - start);
+            let slice = t.slice_at(offset);
             if slice != current_slice {
+                let round = slice / t.hosts as u64;
+                if !stop_idle.is_empty() {
+                    let from = (current_slice % t.hosts as u64) as usize;
+                    hand_over(&shared, from, t.host_at(offset), stop_idle);
+                }
                 current_slice = slice;
-                picks = picks_of_round(slice / t.hosts as u64);
+                picks = picks_of_round(round);
+                gate = gate_of_round(round);
+            }
+            burst_offset = offset.saturating_sub(t.slice.mul_f64(slice as f64));
+        }
+        if let Some(g) = gate.as_mut() {
+            if !g.is_on(burst_offset) {
+                continue;
             }
         }
         let task = shared.cfg.tasks.pick(&mut picks);
         let late = Instant::now().saturating_duration_since(intended) > late_threshold;
         match turns {
-            Some(t) => dispatch(&shared, t.host_at(intended - start), task, intended, late),
+            Some(t) => {
+                let slice = Some(t.slice_at(offset));
+                dispatch(&shared, t.host_at(offset), task, intended, late, slice)
+            }
             None => {
                 for host in 0..shared.cfg.targets.len() {
-                    dispatch(&shared, host, task, intended, late);
+                    dispatch(&shared, host, task, intended, late, None);
                 }
             }
         }
@@ -366,7 +449,34 @@ async fn open_loop(shared: Rc<Shared>, start: Instant, deadline: Option<Instant>
     }
 }
 
-fn dispatch(shared: &Rc<Shared>, host: usize, task: usize, intended: Instant, late: bool) {
+/// The load moves from host `from` to host `to`: `to` is continued at once; `from` is stopped
+/// once its requests still in flight have been answered (unless its turn has come round again).
+fn hand_over(shared: &Rc<Shared>, from: usize, to: usize, groups: &[i32]) {
+    signal_group(groups[to], libc::SIGCONT);
+    if from == to {
+        return;
+    }
+    shared.current_host.set(Some(to));
+    let shared = shared.clone();
+    let group = groups[from];
+    spawn_local(async move {
+        while shared.pools[from].in_flight.get() > 0 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        if shared.current_host.get() != Some(from) {
+            signal_group(group, libc::SIGSTOP);
+        }
+    });
+}
+
+fn dispatch(
+    shared: &Rc<Shared>,
+    host: usize,
+    task: usize,
+    intended: Instant,
+    late: bool,
+    slice: Option<u64>,
+) {
     let Mode::Open { max_in_flight, .. } = shared.cfg.mode else {
         return;
     };
@@ -390,7 +500,7 @@ fn dispatch(shared: &Rc<Shared>, host: usize, task: usize, intended: Instant, la
         shared
             .stats
             .borrow_mut()
-            .record(host, task, intended.elapsed(), result);
+            .record(host, task, intended.elapsed(), result, slice);
         let pool = &shared.pools[host];
         if let Some(c) = conn {
             pool.idle.borrow_mut().push(c);

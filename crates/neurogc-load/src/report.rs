@@ -11,6 +11,7 @@ use neurogc_units::fmt_ms;
 use serde::{Deserialize, Serialize};
 
 use crate::args::{Config, Mode};
+use crate::schedule::Turns;
 use crate::stats::{Row, RowContext, Snapshot};
 
 /// The last line of `--json-out`: the run's parameters and its totals per host and task.
@@ -71,7 +72,10 @@ impl Summary {
 /// What a `--json-out` file holds: the per-second rows and, when the run finished, the summary.
 #[derive(Debug, Clone, Default)]
 pub struct Output {
+    /// The per-second rows.
     pub rows: Vec<Row>,
+    /// With `--alternate`: one row per host and turn.
+    pub turns: Vec<Row>,
     pub summary: Option<Summary>,
     /// A skipped incomplete last line, named `shown:line:`.
     pub warnings: Vec<String>,
@@ -98,7 +102,10 @@ pub fn read_json_lines(path: &Path, shown: &str) -> Result<Output> {
                         .map(|s| out.summary = Some(s))
                         .map_err(|e| format!("not a load summary: {e}")),
                     Some(_) => serde_json::from_value::<Row>(v)
-                        .map(|r| out.rows.push(r))
+                        .map(|r| match r.kind.as_str() {
+                            "turn" => out.turns.push(r),
+                            _ => out.rows.push(r),
+                        })
                         .map_err(|e| format!("not a load row: {e}")),
                     None => Err("no \"type\"".into()),
                 },
@@ -216,6 +223,33 @@ impl Reporter {
             self.human(&table(&title, &rows));
         }
         Ok(())
+    }
+
+    /// The turns that are over (`--alternate`): one line per host and slice, `t` at its end.
+    pub fn turns(&mut self, turns: &[(u64, Snapshot)], t: Turns) -> Result<()> {
+        let Some((path, w)) = &mut self.json else {
+            return Ok(());
+        };
+        let rows: Vec<Row> = turns
+            .iter()
+            .map(|(slice, s)| {
+                let end = t.slice.mul_f64((*slice + 1) as f64);
+                let ctx = RowContext {
+                    kind: "turn",
+                    unix_time: neurogc_units::unix(self.started + end),
+                    elapsed_s: end.as_secs_f64(),
+                    interval_s: t.slice.as_secs_f64(),
+                    host: &self.hosts[s.host],
+                    task: "all",
+                    closed_loop: false,
+                };
+                Row {
+                    turn: Some(slice / t.hosts as u64),
+                    ..Row::new(&ctx, s)
+                }
+            })
+            .collect();
+        write_json_lines(w, &rows).with_context(|| format!("--json-out {}", path.display()))
     }
 
     pub fn finish(&mut self, summary: &Summary) -> Result<()> {
@@ -427,6 +461,7 @@ mod tests {
     fn table_aligns_columns() {
         let row = |task: &str, p: Option<f64>| Row {
             kind: "second".into(),
+            turn: None,
             t: 0.0,
             elapsed_s: 1.0,
             interval_s: 1.0,

@@ -90,6 +90,68 @@ impl Turns {
     }
 }
 
+/// Traffic in bursts: arrivals are sent during "on" periods and skipped during "off" gaps, each
+/// period's length uniform in its range (a task file's `[bursts]` table).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bursts {
+    pub on: (Duration, Duration),
+    pub off: (Duration, Duration),
+}
+
+impl Bursts {
+    pub fn new(on: (Duration, Duration), off: (Duration, Duration)) -> Result<Self> {
+        for (name, (lo, hi)) in [("on", on), ("off", off)] {
+            if lo > hi || hi.is_zero() {
+                bail!("bursts.{name} = [{lo:?}, {hi:?}]: need 0 <= MIN <= MAX and MAX > 0");
+            }
+        }
+        Ok(Bursts { on, off })
+    }
+
+    /// The on/off schedule drawn from `rng`, starting with a burst.
+    pub fn gate(&self, rng: Rng) -> BurstGate {
+        BurstGate {
+            bursts: *self,
+            rng,
+            on: true,
+            until: None,
+        }
+    }
+}
+
+/// Whether offsets fall in a burst; asked with non-decreasing offsets.
+pub struct BurstGate {
+    bursts: Bursts,
+    rng: Rng,
+    /// The period that ends at `until` is a burst.
+    on: bool,
+    until: Option<Duration>,
+}
+
+impl BurstGate {
+    fn draw(&mut self, (lo, hi): (Duration, Duration)) -> Duration {
+        lo + (hi - lo).mul_f64(self.rng.next_f64())
+    }
+
+    /// Is `offset` (from the schedule's start) inside a burst?
+    pub fn is_on(&mut self, offset: Duration) -> bool {
+        let mut until = match self.until {
+            Some(u) => u,
+            None => self.draw(self.bursts.on),
+        };
+        while offset >= until {
+            self.on = !self.on;
+            until += self.draw(if self.on {
+                self.bursts.on
+            } else {
+                self.bursts.off
+            });
+        }
+        self.until = Some(until);
+        self.on
+    }
+}
+
 /// Closed-loop think time between a user's tasks, uniform in [min, max] (Locust's `between`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Wait {
@@ -196,6 +258,43 @@ mod tests {
         assert!((loaded(0, 5.0) - 3.0).abs() < 1e-9);
         assert!((loaded(1, 5.0) - 2.0).abs() < 1e-9);
         assert_eq!(loaded(1, 1.0), 0.0);
+    }
+
+    #[test]
+    fn bursts_alternate_within_their_ranges() {
+        let ms = Duration::from_millis;
+        let b = Bursts::new((ms(300), ms(2000)), (ms(200), ms(3000))).unwrap();
+        let mut gate = b.gate(Rng::new(3));
+        // Walk 120 s in 1 ms steps and measure every on and off period.
+        let (mut on_periods, mut off_periods) = (Vec::new(), Vec::new());
+        let (mut state, mut since) = (true, 0u64);
+        for t in 0..120_000u64 {
+            let on = gate.is_on(ms(t));
+            if on != state {
+                let len = t - since;
+                if state {
+                    on_periods.push(len)
+                } else {
+                    off_periods.push(len)
+                }
+                (state, since) = (on, t);
+            }
+        }
+        assert!(on_periods.len() > 20 && off_periods.len() > 20);
+        assert!(
+            on_periods.iter().all(|&l| (300..=2001).contains(&l)),
+            "{on_periods:?}"
+        );
+        assert!(
+            off_periods.iter().all(|&l| (200..=3001).contains(&l)),
+            "{off_periods:?}"
+        );
+        // The same seed draws the same schedule.
+        let mut a = b.gate(Rng::new(3));
+        let mut c = b.gate(Rng::new(3));
+        assert!((0..5000).all(|t| a.is_on(ms(t * 7)) == c.is_on(ms(t * 7))));
+        assert!(Bursts::new((ms(5), ms(1)), (ms(1), ms(2))).is_err());
+        assert!(Bursts::new((ms(1), ms(2)), (ms(0), ms(0))).is_err());
     }
 
     #[test]

@@ -63,6 +63,8 @@ impl Default for Window {
 struct HostStats {
     current: Vec<Window>,
     total: Vec<Window>,
+    /// Hosts taking turns: each of this host's slices (by slice index), all tasks together.
+    turns: BTreeMap<u64, Window>,
     users: u64,
     in_flight: u64,
 }
@@ -86,6 +88,7 @@ impl Stats {
         let host = || HostStats {
             current: (0..tasks).map(|_| Window::new()).collect(),
             total: (0..tasks).map(|_| Window::new()).collect(),
+            turns: BTreeMap::new(),
             users: 0,
             in_flight: 0,
         };
@@ -94,22 +97,44 @@ impl Stats {
         }
     }
 
-    /// Records one finished request: its latency, and its failure kind if it failed.
+    /// Records one finished request: its latency, and its failure kind if it failed. With
+    /// hosts taking turns, `slice` is the slice it was sent in, whose window also gets it.
     pub fn record(
         &mut self,
         host: usize,
         task: usize,
         latency: Duration,
         result: Result<u16, FailKind>,
+        slice: Option<u64>,
     ) {
-        let w = &mut self.hosts[host].current[task];
-        w.requests += 1;
-        w.hist
-            .saturating_record(latency.as_micros().min(HIGHEST_US as u128) as u64);
-        if let Err(kind) = result {
-            w.failures += 1;
-            *w.by_kind.entry(kind).or_default() += 1;
+        let h = &mut self.hosts[host];
+        let windows = [
+            Some(&mut h.current[task]),
+            slice.map(|s| h.turns.entry(s).or_default()),
+        ];
+        for w in windows.into_iter().flatten() {
+            w.requests += 1;
+            w.hist
+                .saturating_record(latency.as_micros().min(HIGHEST_US as u128) as u64);
+            if let Err(kind) = result {
+                w.failures += 1;
+                *w.by_kind.entry(kind).or_default() += 1;
+            }
         }
+    }
+
+    /// Takes the turn windows of slices `done` says are over: `(slice, snapshot)` in slice order.
+    pub fn take_turns(&mut self, done: impl Fn(u64) -> bool) -> Vec<(u64, Snapshot)> {
+        let mut out = Vec::new();
+        for (h, host) in self.hosts.iter_mut().enumerate() {
+            let finished: Vec<u64> = host.turns.keys().copied().filter(|&s| done(s)).collect();
+            for s in finished {
+                let window = host.turns.remove(&s).expect("key just listed");
+                out.push((s, snapshot(h, None, host.users, 0, window)));
+            }
+        }
+        out.sort_by_key(|(s, _)| *s);
+        out
     }
 
     pub fn late_start(&mut self, host: usize, task: usize) {
@@ -176,12 +201,16 @@ fn snapshot(
     }
 }
 
-/// The JSON shape shared by per-second lines (`"type": "second"`) and summary rows
+/// The JSON shape shared by per-second lines (`"type": "second"`), turn lines (`"type": "turn"`,
+/// one per slice a host held with `--alternate`, `t` its end) and summary rows
 /// (`"type": "total"`). Latencies in milliseconds; `null` when there were no requests.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 pub struct Row {
     #[serde(rename = "type")]
     pub kind: String,
+    /// Turn lines: the round (every host's n-th turn is round n, from 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u64>,
     pub t: f64,
     pub elapsed_s: f64,
     pub interval_s: f64,
@@ -234,6 +263,7 @@ impl Row {
         let q = |q: f64| (w.requests > 0).then(|| ms(h.value_at_quantile(q)));
         Row {
             kind: ctx.kind.to_string(),
+            turn: None,
             t: round3(ctx.unix_time),
             elapsed_s: round3(ctx.elapsed_s),
             interval_s: round3(ctx.interval_s),
@@ -274,10 +304,16 @@ mod tests {
     fn roll_moves_seconds_into_totals_and_all() {
         let mut s = Stats::new(2, 2);
         for i in 1..=100 {
-            s.record(0, 0, Duration::from_millis(i), Ok(200));
+            s.record(0, 0, Duration::from_millis(i), Ok(200), None);
         }
-        s.record(0, 1, Duration::from_millis(500), Err(FailKind::Status(500)));
-        s.record(1, 0, Duration::from_millis(1), Err(FailKind::Connect));
+        s.record(
+            0,
+            1,
+            Duration::from_millis(500),
+            Err(FailKind::Status(500)),
+            None,
+        );
+        s.record(1, 0, Duration::from_millis(1), Err(FailKind::Connect), None);
         s.dropped(1, 1);
         let sec = s.roll();
         assert_eq!(sec.len(), 6);
@@ -307,7 +343,7 @@ mod tests {
         let next = s.roll();
         assert_eq!(next[2].window.requests, 0);
         assert_eq!(Row::new(&ctx, &next[2]).p99_ms, None);
-        s.record(0, 0, Duration::from_millis(7), Ok(200));
+        s.record(0, 0, Duration::from_millis(7), Ok(200), None);
         s.roll();
         assert_eq!(s.totals()[2].window.requests, 102);
         assert_eq!(
@@ -319,7 +355,7 @@ mod tests {
     #[test]
     fn latencies_beyond_an_hour_saturate() {
         let mut s = Stats::new(1, 1);
-        s.record(0, 0, Duration::from_secs(10_000), Ok(200));
+        s.record(0, 0, Duration::from_secs(10_000), Ok(200), None);
         let snap = s.roll();
         assert!(snap[0].window.hist.max() >= HIGHEST_US - HIGHEST_US / 1000);
     }

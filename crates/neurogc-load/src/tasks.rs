@@ -8,12 +8,21 @@
 //! weight = 3                # optional, defaults to 1; must be >= 1
 //! headers = { "X-Trace" = "1" }
 //! body = "..."              # optional; sent with a Content-Length
+//!
+//! [bursts]                  # optional, open loop only: traffic in on/off bursts
+//! on = ["300ms", "2s"]      # each burst lasts a uniform random time in this range
+//! off = ["200ms", "3s"]     # each idle gap likewise
 //! ```
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
+use std::time::Duration;
+
 use anyhow::{bail, Context, Result};
+use neurogc_units::parse_duration;
 use serde::Deserialize;
+
+use crate::schedule::Bursts;
 
 use neurogc_rng::Rng;
 
@@ -28,17 +37,36 @@ pub struct Task {
     pub body: Option<String>,
 }
 
-/// Tasks plus the cumulative weights used to pick among them.
+/// Tasks plus the cumulative weights used to pick among them, and the file's burst pattern.
 #[derive(Debug, Clone)]
 pub struct TaskSet {
     tasks: Vec<Task>,
     cumulative: Vec<u64>,
+    bursts: Option<Bursts>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TaskFile {
     task: Vec<RawTask>,
+    bursts: Option<RawBursts>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBursts {
+    on: [String; 2],
+    off: [String; 2],
+}
+
+impl RawBursts {
+    fn validate(&self) -> Result<Bursts> {
+        let range = |name: &str, [lo, hi]: &[String; 2]| -> Result<(Duration, Duration)> {
+            let d = |s: &str| parse_duration(s).map_err(|e| anyhow::anyhow!("bursts.{name}: {e}"));
+            Ok((d(lo)?, d(hi)?))
+        };
+        Bursts::new(range("on", &self.on)?, range("off", &self.off)?)
+    }
 }
 
 #[derive(Deserialize)]
@@ -88,6 +116,7 @@ impl TaskSet {
 
     pub fn from_toml(text: &str) -> Result<Self> {
         let file: TaskFile = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let bursts = file.bursts.as_ref().map(RawBursts::validate).transpose()?;
         let mut tasks = Vec::with_capacity(file.task.len());
         for (i, raw) in file.task.into_iter().enumerate() {
             let name = raw.name.clone().unwrap_or_else(|| raw.path.clone());
@@ -95,7 +124,15 @@ impl TaskSet {
                 .with_context(|| format!("task #{} ({name:?})", i + 1))?;
             tasks.push(task);
         }
-        Self::new(tasks)
+        Ok(TaskSet {
+            bursts,
+            ..Self::new(tasks)?
+        })
+    }
+
+    /// The file's burst pattern (`[bursts]`), if any.
+    pub fn bursts(&self) -> Option<Bursts> {
+        self.bursts
     }
 
     fn new(tasks: Vec<Task>) -> Result<Self> {
@@ -118,7 +155,11 @@ impl TaskSet {
                 Some(*acc)
             })
             .collect();
-        Ok(TaskSet { tasks, cumulative })
+        Ok(TaskSet {
+            tasks,
+            cumulative,
+            bursts: None,
+        })
     }
 
     pub fn tasks(&self) -> &[Task] {
@@ -266,6 +307,30 @@ mod tests {
         assert!(err("[[task]]\npath = \"/a\"\nheaders = { Host = \"x\" }")
             .contains("cannot be overridden"));
         assert!(err("[[task]\n").contains("TOML") || !err("[[task]\n").is_empty());
+    }
+
+    #[test]
+    fn bursts_come_from_the_task_file() {
+        let s = TaskSet::from_toml(
+            "[[task]]\npath = \"/a\"\n[bursts]\non = [\"300ms\", \"2s\"]\noff = [\"0.2\", \"3s\"]\n",
+        )
+        .unwrap();
+        let b = s.bursts().unwrap();
+        assert_eq!(b.on, (Duration::from_millis(300), Duration::from_secs(2)));
+        assert_eq!(b.off, (Duration::from_millis(200), Duration::from_secs(3)));
+        assert!(TaskSet::from_toml("[[task]]\npath = \"/a\"")
+            .unwrap()
+            .bursts()
+            .is_none());
+        assert!(err(
+            "[[task]]\npath = \"/a\"\n[bursts]\non = [\"2s\", \"1s\"]\noff = [\"1s\", \"2s\"]"
+        )
+        .contains("bursts.on"));
+        assert!(err(
+            "[[task]]\npath = \"/a\"\n[bursts]\non = [\"soon\", \"1s\"]\noff = [\"1s\", \"2s\"]"
+        )
+        .contains("bursts.on: \"soon\""));
+        assert!(err("[[task]]\npath = \"/a\"\n[bursts]\non = [\"1s\", \"2s\"]").contains("off"));
     }
 
     #[test]

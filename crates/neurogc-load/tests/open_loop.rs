@@ -194,3 +194,73 @@ fn late_starts_are_counted_against_the_threshold() {
         normal.summary.late_starts
     );
 }
+
+#[test]
+fn alternate_writes_one_line_per_host_and_turn() {
+    let a = Server::start(Behavior::default());
+    let b = Server::start(Behavior::default());
+    let out = run_load(&format!(
+        "--host {} --host {} --rate 200 --run-time 4s --alternate 1s",
+        a.url, b.url
+    ));
+    // Slices a, b, a, b: rounds 0 and 1 for each host, each about 200 requests.
+    let mut turns: Vec<(String, u64, u64)> = out
+        .turns
+        .iter()
+        .map(|r| (r.host.clone(), r.turn.unwrap(), r.requests))
+        .collect();
+    turns.sort();
+    assert_eq!(turns.len(), 4, "{turns:?}");
+    for url in [&a.url, &b.url] {
+        let mine: Vec<_> = turns.iter().filter(|(h, ..)| h == url).collect();
+        assert_eq!(mine.len(), 2, "{turns:?}");
+        for (i, (_, round, requests)) in mine.iter().enumerate() {
+            assert_eq!(*round, i as u64);
+            assert!((*requests as f64 - 200.0).abs() <= 2.0, "{turns:?}");
+        }
+    }
+    for r in &out.turns {
+        assert_eq!(
+            (r.kind.as_str(), r.task.as_str(), r.interval_s),
+            ("turn", "all", 1.0)
+        );
+        assert!(r.p99_ms.is_some());
+    }
+    // Every request is in exactly one turn.
+    let in_turns: u64 = out.turns.iter().map(|r| r.requests).sum();
+    assert_eq!(in_turns, out.summary.requests);
+}
+
+#[test]
+fn bursts_send_only_in_their_on_periods() {
+    let a = Server::start(Behavior::default());
+    let dir = std::env::temp_dir().join(format!("neurogc-bursts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let tasks = dir.join("bursty.toml");
+    std::fs::write(
+        &tasks,
+        "[[task]]\npath = \"/b\"\n[bursts]\non = [\"200ms\", \"200ms\"]\noff = [\"300ms\", \"300ms\"]\n",
+    )
+    .unwrap();
+    let out = run_load(&format!(
+        "--host {} --rate 500 --run-time 3s --tasks {}",
+        a.url,
+        tasks.display()
+    ));
+    std::fs::remove_dir_all(&dir).unwrap();
+    // On 200 ms of every 500 ms: 40 % of the 1500 arrivals, none dropped or counted.
+    let sent = out.summary.requests as f64;
+    assert!((sent - 600.0).abs() <= 10.0, "{sent}");
+    assert_eq!((out.summary.dropped, out.summary.failures), (0, 0));
+    let accepted = a.log.lock().unwrap().requests.clone();
+    // Nothing arrives in the gaps: requests cluster in [0, 200) ms of each 500 ms cycle.
+    let first = accepted[0];
+    let in_gap = accepted
+        .iter()
+        .filter(|t| {
+            let phase = (t.duration_since(first).as_secs_f64() * 1000.0) % 500.0;
+            (215.0..490.0).contains(&phase)
+        })
+        .count();
+    assert!(in_gap <= 5, "{in_gap} requests arrived in the idle gaps");
+}

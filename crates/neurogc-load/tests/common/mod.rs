@@ -29,6 +29,8 @@ pub struct Behavior {
 pub struct Log {
     pub paths: HashMap<String, u64>,
     pub accepted: Vec<Instant>,
+    /// When each request arrived.
+    pub requests: Vec<Instant>,
 }
 
 pub struct Server {
@@ -46,7 +48,11 @@ async fn handle(
     log: Arc<Mutex<Log>>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let path = req.uri().path().to_string();
-    *log.lock().unwrap().paths.entry(path.clone()).or_default() += 1;
+    {
+        let mut log = log.lock().unwrap();
+        *log.paths.entry(path.clone()).or_default() += 1;
+        log.requests.push(Instant::now());
+    }
     if let Some((period, length)) = b.stall {
         let phase = Duration::from_nanos((started.elapsed().as_nanos() % period.as_nanos()) as u64);
         if phase < length {
@@ -175,6 +181,8 @@ pub fn parse(argv: &[&str]) -> LoadArgs {
 /// The run's per-second rows and its summary, as read back from `--json-out`.
 pub struct Output {
     pub seconds: Vec<Row>,
+    /// With --alternate: one row per host and turn.
+    pub turns: Vec<Row>,
     pub summary: Summary,
     pub returned: Summary,
     pub exit_code: i32,
@@ -201,21 +209,14 @@ pub fn run_load(flags: &str) -> Output {
     let cfg = neurogc_load::Config::from_args(parse(&all)).unwrap();
     let returned = neurogc_load::execute(cfg).unwrap();
     let exit_code = if returned.failures > 0 { 1 } else { 0 };
-    let text = std::fs::read_to_string(&json).unwrap();
-    let mut seconds = Vec::new();
-    let mut summary = None;
-    for line in text.lines() {
-        let v: serde_json::Value = serde_json::from_str(line).unwrap();
-        match v["type"].as_str().unwrap() {
-            "second" => seconds.push(serde_json::from_value(v).unwrap()),
-            "summary" => summary = Some(serde_json::from_value(v).unwrap()),
-            other => panic!("unexpected line type {other}"),
-        }
-    }
+    let out = neurogc_load::read_json_lines(&json, "out.jsonl").unwrap();
+    assert!(out.warnings.is_empty(), "{:?}", out.warnings);
+    assert!(out.rows.iter().all(|r| r.kind == "second"));
     let _ = std::fs::remove_dir_all(&dir);
     Output {
-        seconds,
-        summary: summary.expect("a summary line"),
+        seconds: out.rows,
+        turns: out.turns,
+        summary: out.summary.expect("a summary line"),
         returned,
         exit_code,
     }
