@@ -15,7 +15,7 @@ use std::time::Duration;
 
 pub use guard::{GuardConfig, MemoryGuard};
 pub use seed::SeedPolicy;
-pub use simple::{DefaultPolicy, FreezePolicy, PeriodicPolicy, ThresholdPolicy};
+pub use simple::{DefaultPolicy, FreezePolicy, GcOffPolicy, PeriodicPolicy, ThresholdPolicy};
 pub use spec::{PolicySpec, SpecError};
 
 /// A failed call into the runtime's GC (a Python exception, rendered).

@@ -106,6 +106,34 @@ impl Policy for PeriodicPolicy {
     }
 }
 
+/// `gc-off`: automatic collection off, no guard. A bound to measure against on bounded runs
+/// (what a policy could gain at most by collecting less), never a policy for a service.
+pub struct GcOffPolicy {
+    spec: String,
+}
+
+impl GcOffPolicy {
+    pub fn new(spec: impl Into<String>) -> Self {
+        GcOffPolicy { spec: spec.into() }
+    }
+}
+
+impl Policy for GcOffPolicy {
+    fn spec(&self) -> &str {
+        &self.spec
+    }
+    fn start(&mut self, gc: &mut dyn GcControl, _: &Observation) -> Result<Vec<Action>, GcError> {
+        gc.set_enabled(false)?;
+        Ok(vec![Action::new(
+            "gc.disable()",
+            "gc-off: a measuring bound with no memory guard, for bounded runs only",
+        )])
+    }
+    fn tick(&mut self, _: &mut dyn GcControl, _: &Observation) -> Result<Vec<Action>, GcError> {
+        Ok(vec![])
+    }
+}
+
 /// After `warmup`: a full collection, then `gc.freeze()`, so the warm heap is never scanned again.
 pub struct FreezePolicy {
     spec: String,
@@ -184,6 +212,17 @@ mod tests {
         assert_eq!(p.tick(&mut gc, &at(3.0)).unwrap().len(), 2);
         assert!(p.tick(&mut gc, &at(9.0)).unwrap().is_empty());
         assert_eq!(gc.calls, ["collect(2)", "freeze"]);
+        assert_eq!(p.next_tick(), None);
+    }
+
+    #[test]
+    fn gc_off_disables_and_never_collects() {
+        let mut gc = RecordingGc::default();
+        let mut p = GcOffPolicy::new("gc-off");
+        let a = p.start(&mut gc, &at(0.0)).unwrap();
+        assert!(a[0].reason.contains("no memory guard"));
+        assert!(p.tick(&mut gc, &at(1e6)).unwrap().is_empty());
+        assert_eq!(gc.calls, ["set_enabled(false)"]);
         assert_eq!(p.next_tick(), None);
     }
 

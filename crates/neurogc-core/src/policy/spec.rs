@@ -9,14 +9,15 @@ use std::time::Duration;
 use neurogc_units::{parse_duration, parse_size};
 
 use super::{
-    DefaultPolicy, FreezePolicy, GuardConfig, MemoryGuard, PeriodicPolicy, Policy, ThresholdPolicy,
+    DefaultPolicy, FreezePolicy, GcOffPolicy, GuardConfig, MemoryGuard, PeriodicPolicy, Policy,
+    ThresholdPolicy,
 };
 
 /// The policies this build knows: the one list that error messages, the command line's help
 /// and the Python package's docstring show.
 pub const KNOWN_POLICIES: &str = "default, threshold:T0[,T1[,T2]], \
      periodic:SECS[,rss=SIZE][,young=COUNT][,check=SECS], freeze[:WARMUP_SECS], \
-     neurogc-seed:MODEL_DIR[,threshold=T]";
+     neurogc-seed:MODEL_DIR[,threshold=T], gc-off (a bound for bounded runs, no guard)";
 
 /// Default warm-up before `freeze` collects and freezes.
 pub const DEFAULT_FREEZE_WARMUP: Duration = Duration::from_secs(5);
@@ -33,6 +34,9 @@ pub enum PolicySpec {
     Freeze {
         warmup: Duration,
     },
+    /// Automatic collection off and nothing else: the lower bound of GC cost, for bounded runs
+    /// only (no memory guard: memory grows with the garbage). Not a policy for production.
+    GcOff,
     /// The seed's NeuroGC: a model's output each interval, a full collection above the threshold.
     NeurogcSeed {
         dir: PathBuf,
@@ -73,6 +77,7 @@ impl PolicySpec {
                 *guard,
             )),
             PolicySpec::Freeze { warmup } => Box::new(FreezePolicy::new(spec, *warmup)),
+            PolicySpec::GcOff => Box::new(GcOffPolicy::new(spec)),
             PolicySpec::NeurogcSeed { dir, threshold } => {
                 Box::new(super::SeedPolicy::load(spec, dir, *threshold)?)
             }
@@ -164,6 +169,13 @@ impl FromStr for PolicySpec {
                     _ => return Err(err("freeze takes at most one warm-up in seconds".into())),
                 };
                 Ok(PolicySpec::Freeze { warmup })
+            }
+            "gc-off" => {
+                if !positional.is_empty() {
+                    return Err(err("gc-off takes no arguments".into()));
+                }
+                no_options(&options)?;
+                Ok(PolicySpec::GcOff)
             }
             "neurogc-seed" => {
                 let [dir] = positional[..] else {
@@ -285,6 +297,8 @@ mod tests {
         assert_eq!(guard.young_budget, 5000);
         assert_eq!(guard.check_every, Duration::from_millis(100));
         assert!(parse("periodic:1").unwrap().disables_automatic_gc());
+        assert_eq!(parse("gc-off").unwrap(), PolicySpec::GcOff);
+        assert!(parse("gc-off:1").is_err() && parse("gc-off,rss=1G").is_err());
         assert_eq!(
             parse("neurogc-seed:models/lstm,threshold=0.55").unwrap(),
             PolicySpec::NeurogcSeed {
