@@ -43,7 +43,8 @@ pub struct BenchArgs {
     /// With --rate auto: the length of each probe.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
     pub probe_time: Duration,
-    /// With --mode alternating: how long each server has the load before the next takes over.
+    /// With --mode alternating or turns: how long each server has the load before the next
+    /// takes over (a turn; --duration is then so many turns per server).
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
     pub slice: Duration,
     /// Do not pin the server and the load generator to separate CPUs.
@@ -89,9 +90,12 @@ fn check(args: &BenchArgs) -> Result<Checked> {
         bail!("--rate-start {} must be above 0", args.rate_start);
     }
     let plan = args.load.plan(None)?;
-    if args.mode == Mode::Alternating {
+    if args.mode.takes_turns() {
         if matches!(&plan, LoadPlan::Fixed(Shape::Closed { .. })) {
-            bail!("--mode alternating switches an open-loop load between servers: give --rate RPS or --rate auto, not --users");
+            bail!(
+                "--mode {} switches an open-loop load between servers: give --rate RPS or --rate auto, not --users",
+                args.mode
+            );
         }
         if args.slice < Duration::from_millis(100) || args.slice > args.duration {
             bail!(
@@ -114,7 +118,7 @@ pub fn execute(args: &BenchArgs, command: Vec<String>, dashboard: Dashboard) -> 
         output: &args.output,
         pin: !args.no_pin && args.mode != Mode::SideBySide,
         mode: args.mode,
-        alternate: (args.mode == Mode::Alternating).then_some(args.slice),
+        alternate: args.mode.takes_turns().then_some(args.slice),
         repeat: args.repeat,
         warmup: args.warmup,
         duration: args.duration,

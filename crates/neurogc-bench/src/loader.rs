@@ -32,6 +32,8 @@ pub struct LoadRun<'a> {
     /// Its `--json-out`; its log goes beside it (`.log`).
     pub json_out: &'a Path,
     pub hdr_out: Option<&'a Path>,
+    /// Hosts taking turns: their process groups, stopped outside their turns (`--mode turns`).
+    pub stop_idle: &'a [i32],
 }
 
 impl LoadRun<'_> {
@@ -44,6 +46,9 @@ impl LoadRun<'_> {
         args.set_shape(self.shape);
         if matches!(self.shape, Shape::Open { .. }) && self.hosts.len() > 1 {
             args.alternate = settings.alternate;
+            if args.alternate.is_some() {
+                args.stop_idle = self.stop_idle.to_vec();
+            }
         }
         args.quiet = true;
         args.json_out = Some(self.json_out.to_path_buf());

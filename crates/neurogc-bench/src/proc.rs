@@ -146,7 +146,7 @@ impl Group {
         }
     }
 
-    /// SIGINT (graceful: flushes CSVs, runs atexit), then SIGTERM, then SIGKILL; always ends with
+    /// SIGCONT and SIGINT (graceful: flushes CSVs, runs atexit), then SIGTERM, then SIGKILL; always ends with
     /// the whole group killed so no grandchild (the demo's upstream, a worker) is left behind.
     pub fn stop(&mut self, grace: Duration) -> Option<ExitStatus> {
         if self.stopped {
@@ -155,6 +155,8 @@ impl Group {
         self.stopped = true;
         let mut status = self.try_wait();
         if status.is_none() {
+            // A group stopped between its turns (`--mode turns`) must run to handle SIGINT.
+            self.signal(libc::SIGCONT);
             self.signal(libc::SIGINT);
             status = self.wait_timeout(grace);
         }

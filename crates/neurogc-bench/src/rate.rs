@@ -74,6 +74,7 @@ fn probe_policy(
             duration: cfg.probe,
             json_out: &out,
             hdr_out: None,
+            stop_idle: &[],
         };
         session.drive(&run, &session.placement.load, None)?;
         if proc::interrupted() {
@@ -101,6 +102,7 @@ fn probe_policy(
             duration: cfg.warmup,
             json_out: &dir.join("warmup.jsonl"),
             hdr_out: None,
+            stop_idle: &[],
         };
         session.drive(&run, &session.placement.load, None)?;
     }

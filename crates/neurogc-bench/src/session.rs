@@ -101,6 +101,8 @@ pub struct Session {
     /// CPUs for the server(s) and for the load generator when trials run one at a time or take
     /// turns; empty when unpinned.
     pub placement: Placement,
+    /// `--mode turns`: servers warmed up alone and stopped outside their turns.
+    pub stop_idle: bool,
     pub dashboard: Dashboard,
 }
 
@@ -119,7 +121,8 @@ pub struct RunSpec<'a> {
     pub output: &'a OutputArgs,
     pub pin: bool,
     pub mode: Mode,
-    /// Servers run together take turns under the load, slices this long (`--mode alternating`).
+    /// Servers run together take turns under the load, slices this long (`--mode alternating`
+    /// and `turns`).
     pub alternate: Option<Duration>,
     pub repeat: u32,
     pub warmup: Duration,
@@ -203,6 +206,7 @@ impl Session {
                 alternate: spec.alternate,
             },
             placement,
+            stop_idle: spec.mode == Mode::Turns,
             dashboard,
         })
     }
@@ -356,55 +360,47 @@ impl Session {
         progress: &str,
         placement: &Placement,
     ) -> Result<Outcome> {
+        // Taking turns with idle servers stopped: each server is started and warmed up alone,
+        // then stopped until its first turn, so every warm-up sees its own traffic only.
+        let warm_alone = self.stop_idle && policies.len() > 1;
         for (p, r) in policies.iter().zip(running.iter_mut()) {
-            let info = &mut r.trial.info;
-            let server = self
-                .start_server(p, &r.trial.dir, &placement.server)
-                .inspect_err(|e| {
-                    info.status = TrialStatus::Failed;
-                    info.error = Some(format!("{e:#}"));
-                })?;
-            info.port = server.port;
-            info.pid = Some(server.group.pid());
-            info.started = Some(server.started);
-            info.ready = Some(server.ready);
-            info.status = TrialStatus::WarmingUp;
-            r.trial.save()?;
-            self.dashboard.watch(&p.label, &r.trial.samples());
-            r.server = Some(server);
+            self.start_trial_server(p, r, placement)?;
+            if warm_alone {
+                let url = r.server.as_ref().map(Server::url).expect("just started");
+                let out = r.trial.dir.join("warmup.jsonl");
+                self.warm_up(&[url], plan, plan.warmup, &out, placement)?;
+                if proc::interrupted() {
+                    return Ok(Outcome::Interrupted);
+                }
+                check_alive(std::slice::from_mut(r))?;
+                r.server.as_ref().expect("checked").group.signal(libc::SIGSTOP);
+            }
         }
         let mut hosts: Vec<String> = running
             .iter()
             .filter_map(|r| r.server.as_ref().map(Server::url))
             .collect();
+        let mut groups: Vec<i32> = running
+            .iter()
+            .filter_map(|r| r.server.as_ref().map(|s| s.group.pid() as i32))
+            .collect();
         let turns = match self.load.alternate {
             Some(_) if hosts.len() > 1 => {
                 let n = hosts.len();
                 hosts.rotate_left((repetition as usize - 1) % n);
+                groups.rotate_left((repetition as usize - 1) % n);
                 n as u32
             }
             _ => 1,
         };
         let (warmup, duration) = (plan.warmup * turns, plan.duration * turns);
-        let first = running[0].trial.dir.clone();
-        if !warmup.is_zero() {
-            let out = first.join("warmup.jsonl");
-            self.drive(
-                &LoadRun {
-                    hosts: &hosts,
-                    shape: plan.shape,
-                    duration: warmup,
-                    json_out: &out,
-                    hdr_out: None,
-                },
-                &placement.load,
-                None,
-            )?;
-            let _ = std::fs::remove_file(out);
+        if !warm_alone && !warmup.is_zero() {
+            let out = running[0].trial.dir.join("warmup.jsonl");
+            self.warm_up(&hosts, plan, warmup, &out, placement)?;
             if proc::interrupted() {
                 return Ok(Outcome::Interrupted);
             }
-            self.check_alive(running)?;
+            check_alive(running)?;
         }
         let start = unix_now();
         for r in running.iter_mut() {
@@ -413,6 +409,7 @@ impl Session {
             r.trial.save()?;
         }
         let (json_out, hdr_out) = Self::load_outputs(running);
+        let stop_idle = if self.stop_idle { &groups[..] } else { &[] };
         self.drive(
             &LoadRun {
                 hosts: &hosts,
@@ -420,6 +417,7 @@ impl Session {
                 duration,
                 json_out: &json_out,
                 hdr_out: Some(&hdr_out),
+                stop_idle,
             },
             &placement.load,
             Some(progress),
@@ -428,12 +426,62 @@ impl Session {
         for r in running.iter_mut() {
             r.trial.info.measure_end = Some(end);
         }
-        self.check_alive(running)?;
+        check_alive(running)?;
         Ok(if proc::interrupted() {
             Outcome::Interrupted
         } else {
             Outcome::Complete
         })
+    }
+
+    /// Starts the server of `r`'s trial and records it (a failure is recorded too).
+    fn start_trial_server(
+        &mut self,
+        p: &Policy,
+        r: &mut Running,
+        placement: &Placement,
+    ) -> Result<()> {
+        let info = &mut r.trial.info;
+        let server = self
+            .start_server(p, &r.trial.dir, &placement.server)
+            .inspect_err(|e| {
+                info.status = TrialStatus::Failed;
+                info.error = Some(format!("{e:#}"));
+            })?;
+        info.port = server.port;
+        info.pid = Some(server.group.pid());
+        info.started = Some(server.started);
+        info.ready = Some(server.ready);
+        info.status = TrialStatus::WarmingUp;
+        r.trial.save()?;
+        self.dashboard.watch(&p.label, &r.trial.samples());
+        r.server = Some(server);
+        Ok(())
+    }
+
+    /// Load that is not measured (its rows are dropped), to bring servers to their steady state.
+    fn warm_up(
+        &self,
+        hosts: &[String],
+        plan: &TrialPlan<'_>,
+        duration: Duration,
+        out: &Path,
+        placement: &Placement,
+    ) -> Result<()> {
+        if duration.is_zero() {
+            return Ok(());
+        }
+        let run = LoadRun {
+            hosts,
+            shape: plan.shape,
+            duration,
+            json_out: out,
+            hdr_out: None,
+            stop_idle: &[],
+        };
+        let result = self.drive(&run, &placement.load, None);
+        let _ = std::fs::remove_file(out);
+        result
     }
 
     /// Where the load generator writes: the trial's own files when alone, shared ones to split.
@@ -444,26 +492,6 @@ impl Session {
         } else {
             (t.dir.join(".load-all.jsonl"), t.dir.join(".hdr"))
         }
-    }
-
-    fn check_alive(&self, running: &mut [Running]) -> Result<()> {
-        for r in running.iter_mut() {
-            if let Some(server) = r.server.as_mut() {
-                if let Some(status) = server.group.try_wait() {
-                    let log = r.trial.server_log();
-                    let msg = format!(
-                        "the {} server exited ({status}) during the trial; its log {}:\n{}",
-                        r.trial.info.label,
-                        log.display(),
-                        log_tail(&log, 15)
-                    );
-                    r.trial.info.status = TrialStatus::Failed;
-                    r.trial.info.error = Some(msg.clone());
-                    bail!(msg);
-                }
-            }
-        }
-        Ok(())
     }
 
     /// Puts each server's load rows and histogram log in its trial folder and records the
@@ -510,3 +538,25 @@ impl Session {
         }
     }
 }
+
+/// An error (recorded in the trial) if a server exited during the trial.
+fn check_alive(running: &mut [Running]) -> Result<()> {
+    for r in running.iter_mut() {
+        if let Some(server) = r.server.as_mut() {
+            if let Some(status) = server.group.try_wait() {
+                let log = r.trial.server_log();
+                let msg = format!(
+                    "the {} server exited ({status}) during the trial; its log {}:\n{}",
+                    r.trial.info.label,
+                    log.display(),
+                    log_tail(&log, 15)
+                );
+                r.trial.info.status = TrialStatus::Failed;
+                r.trial.info.error = Some(msg.clone());
+                bail!(msg);
+            }
+        }
+    }
+    Ok(())
+}
+

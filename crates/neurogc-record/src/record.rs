@@ -94,14 +94,24 @@ pub enum Mode {
     /// All policies' servers up at once, pinned to the same CPU, the load switched between them
     /// every --slice: each sees the same machine minutes, so its drift cancels out.
     Alternating,
+    /// As alternating, but each server is warmed up alone and stopped (SIGSTOP) outside its
+    /// turns: it sees no idle time its traffic would not give it, so a policy that collects on a
+    /// timer or when idle gains nothing from the method. The suite's protocol.
+    Turns,
 }
 
 impl Mode {
+    /// The servers take turns under one load (`alternating`, `turns`).
+    pub fn takes_turns(self) -> bool {
+        matches!(self, Mode::Alternating | Mode::Turns)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Mode::Sequential => "sequential",
             Mode::SideBySide => "side-by-side",
             Mode::Alternating => "alternating",
+            Mode::Turns => "turns",
         }
     }
 }
