@@ -40,6 +40,10 @@ pub struct BenchArgs {
     /// With --rate auto: the first rate probed (doubled until not sustained).
     #[arg(long, value_name = "RPS", default_value_t = 5.0)]
     pub rate_start: f64,
+    /// With --rate auto: the policy of the server whose capacity is probed. Capacity belongs
+    /// to the service, so by default the collector is off while probing.
+    #[arg(long, value_name = "SPEC", default_value = "gc-off")]
+    pub rate_policy: String,
     /// With --rate auto: the length of each probe.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
     pub probe_time: Duration,
@@ -90,6 +94,10 @@ fn check(args: &BenchArgs) -> Result<Checked> {
         bail!("--rate-start {} must be above 0", args.rate_start);
     }
     let plan = args.load.plan(None)?;
+    if matches!(plan, LoadPlan::AutoRate) {
+        policies::parse_all(std::slice::from_ref(&args.rate_policy))
+            .map_err(|e| e.context("--rate-policy"))?;
+    }
     if args.mode.takes_turns() {
         if matches!(&plan, LoadPlan::Fixed(Shape::Closed { .. })) {
             bail!(
@@ -158,9 +166,11 @@ fn run_trials(
             if args.mode == Mode::SideBySide {
                 bail!("--rate auto probes one server at a time: use it with --mode sequential or alternating, or give --rate RPS");
             }
+            let probed = policies::parse_all(std::slice::from_ref(&args.rate_policy))
+                .map_err(|e| e.context("--rate-policy"))?;
             let found = rate::search(
                 session,
-                policies,
+                &probed,
                 &SearchConfig {
                     start_rps: args.rate_start,
                     max_rps: 100_000.0,
@@ -170,7 +180,7 @@ fn run_trials(
                 },
             )?;
             eprintln!(
-                "rate auto: {} sustains at most {} req/s; running every policy at {} % of it: {} req/s",
+                "rate auto: the {} server sustains at most {} req/s; running every policy at {} % of it: {} req/s",
                 found.limited_by,
                 found.sustainable_rps,
                 (args.rate_fraction * 100.0).round(),

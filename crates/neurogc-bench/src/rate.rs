@@ -1,12 +1,17 @@
-//! `--rate auto`: the highest open-loop rate each policy sustains with flat latency, so the bench
+//! `--rate auto`: the service's capacity, found from throughput and queueing, so the bench
 //! measures GC rather than a queue (the seed's servers ran saturated: p99 of 15–24 s).
 //!
-//! Each policy gets its own server (pinned as in the bench), a warm-up, then probes at doubling
-//! rates until one is not sustained, then two bisection steps between the last good and first
-//! bad rate. A probe is sustained when every request succeeded, none was dropped, the achieved
-//! rate is at least 95 % of the target, and latency stayed near the lightest probe's:
-//! p50 ≤ 2 × p50₀ + 5 ms and p99 ≤ 3 × p99₀ + 20 ms, where ₀ is the lowest of the sustained
-//! probes so far (a queue raises the median; GC pauses alone raise only the tail, and only so far).
+//! Capacity is a property of the service, not of a GC policy: it is probed on a server with
+//! the collector off (`gc-off`, by default), and every policy then runs at a fraction of it.
+//! Judging a probe by its p99 — the very quantity under test — would let one long pause in a
+//! short probe call a rate unsustainable (a large-heap app "sustained" 17 req/s that way).
+//!
+//! The probed server gets its own process (pinned as in the bench), a warm-up, then probes at
+//! doubling rates until one is not sustained, then two bisection steps between the last good
+//! and first bad rate. A probe is sustained when every request succeeded, none was dropped
+//! (requests in flight stayed under the cap), the achieved rate is at least 95 % of the target,
+//! and the median stayed near the lightest probe's: p50 ≤ 2 × p50₀ + 5 ms, where ₀ is the lowest
+//! of the sustained probes so far (a queue raises the median; a GC pause raises only the tail).
 
 use std::time::Duration;
 
@@ -28,8 +33,9 @@ pub struct SearchConfig {
     pub fraction: f64,
 }
 
-/// Probes every policy and writes `rate-search.json`. An error if some policy cannot sustain
-/// even the starting rate, or on Ctrl-C.
+/// Probes the server of each of `policies` (one for the bench: `gc-off`) and writes
+/// `rate-search.json`; the rate is `fraction` of the lowest capacity found. An error if a server
+/// cannot sustain even the starting rate, or on Ctrl-C.
 pub fn search(session: &Session, policies: &[Policy], cfg: &SearchConfig) -> Result<RateSearch> {
     let root = session.run.path.join("rate-search");
     let mut found = Vec::new();
@@ -204,11 +210,6 @@ fn verdict(p: &Probe, reference: &Probe) -> (bool, String) {
             );
         }
     }
-    if let (Some(p99), Some(p99_0)) = (p.p99_ms, reference.p99_ms) {
-        if p99 > 3.0 * p99_0 + 20.0 {
-            return (false, format!("p99 rose to {p99:.1} ms from {p99_0:.1} ms"));
-        }
-    }
     (true, "sustained".into())
 }
 
@@ -244,9 +245,9 @@ mod tests {
         assert!(verdict(&probe(20.0, 19.9, 9.0, 60.0), &reference).0);
         assert!(!verdict(&probe(40.0, 39.0, 400.0, 900.0), &reference).0);
         assert!(!verdict(&probe(40.0, 30.0, 9.0, 60.0), &reference).0);
-        // A GC pause lifts the tail, not the median: still sustained within bounds.
+        // A GC pause lifts the tail, not the median: however long, it is no queue.
         assert!(verdict(&probe(40.0, 40.0, 9.0, 130.0), &reference).0);
-        assert!(!verdict(&probe(40.0, 40.0, 9.0, 200.0), &reference).0);
+        assert!(verdict(&probe(40.0, 40.0, 9.0, 900.0), &reference).0);
     }
 
     #[test]
