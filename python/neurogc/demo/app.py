@@ -4,9 +4,11 @@ Endpoints (as in the seed): ``/cpu-heavy``, ``/memory-heavy``, ``/network-heavy`
 ``/health``, ``/metrics`` (JSON; Prometheus text at ``/metrics/prometheus``).
 
 ``/memory-heavy`` builds reference cycles on purpose: without cycles reference counting frees
-everything and the cyclic GC has nothing to do (seed 000). Scenario ``large-heap`` also keeps a
-long-lived heap of tracked objects and serves ``/cyclic``, whose per-request cyclic garbage makes
-the collector scan that heap: the production story of seed 001.
+everything and the cyclic GC has nothing to do (seed 000). Scenario ``large-heap`` adds the
+``large-heap`` workload (:mod:`neurogc.workloads.large_heap`): a long-lived catalogue of
+``heap_objects`` tracked objects and its ``/cyclic`` and ``/item`` routes, whose request traces
+die in the old generation and make full collections scan that heap: the production story of
+seed 001.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from typing import Any
 
 from fastapi import FastAPI, Response
 
+from ..workloads.large_heap import DEFAULT_HEAP_OBJECTS, LargeHeap, add_routes
+
 SCENARIOS = ("seed", "large-heap")
-DEFAULT_HEAP_OBJECTS = 1_000_000
 
 
 class Node:
@@ -58,11 +61,6 @@ def count_primes(limit: int) -> int:
             sieve[i * i :: i] = bytearray(len(range(i * i, limit + 1, i)))
     # Trial division on top, so the endpoint spends real interpreter time as the seed's did.
     return sum(1 for n in range(2, limit // 4) if all(n % d for d in range(2, int(n**0.5) + 1)))
-
-
-def build_long_lived_heap(objects: int) -> list[list[int]]:
-    """``objects`` small lists: each one a GC-tracked container that lives as long as the app."""
-    return [[i] for i in range(objects)]
 
 
 class Upstream:
@@ -124,18 +122,20 @@ def create_app(
     if heap_objects < 0:
         raise ValueError(f"heap_objects must be >= 0, got {heap_objects}")
     upstream = Upstream()
-    state: dict[str, Any] = {"heap": None}
+    large_heap = LargeHeap(heap_objects) if scenario == "large-heap" else None
     scratch = tempfile.mkdtemp(prefix="neurogc-demo-io-")
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
-        if scenario == "large-heap":
-            state["heap"] = build_long_lived_heap(heap_objects)
+        if large_heap is not None:
+            large_heap.build()
         upstream.start()
         try:
             yield
         finally:
             upstream.stop()
+            if large_heap is not None:
+                large_heap.release()
             with contextlib.suppress(OSError):
                 for name in os.listdir(scratch):
                     os.unlink(os.path.join(scratch, name))
@@ -175,13 +175,8 @@ def create_app(
             os.unlink(path)
         return {"bytes": read}
 
-    if scenario == "large-heap":
-
-        @app.get("/cyclic")
-        async def cyclic(rings: int = 20, size: int = 10) -> dict[str, int]:
-            rings, size = min(max(rings, 1), 10_000), min(max(size, 2), 10_000)
-            heap = state["heap"] or []
-            return {"checksum": build_rings(rings, size), "heap_objects": len(heap)}
+    if large_heap is not None:
+        add_routes(app, large_heap)
 
     @app.get("/metrics")
     async def metrics() -> Any:
