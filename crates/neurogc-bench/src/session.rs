@@ -373,7 +373,11 @@ impl Session {
                     return Ok(Outcome::Interrupted);
                 }
                 check_alive(std::slice::from_mut(r))?;
-                r.server.as_ref().expect("checked").group.signal(libc::SIGSTOP);
+                r.server
+                    .as_ref()
+                    .expect("checked")
+                    .group
+                    .signal(libc::SIGSTOP);
             }
         }
         let mut hosts: Vec<String> = running
@@ -559,4 +563,3 @@ fn check_alive(running: &mut [Running]) -> Result<()> {
     }
     Ok(())
 }
-

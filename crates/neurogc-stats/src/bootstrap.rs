@@ -54,7 +54,7 @@ impl BootstrapConfig {
         BootstrapConfig { confidence, ..self }
     }
 
-    fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         if self.resamples == 0 {
             return Err(StatsError::InvalidArgument {
                 name: "resamples",
@@ -110,7 +110,7 @@ fn resampled_median(rng: &mut Rng, xs: &[f64], buf: &mut [f64]) -> f64 {
     median_in_place(buf)
 }
 
-fn interval(estimate: f64, mut stats: Vec<f64>, confidence: f64) -> ConfidenceInterval {
+pub(crate) fn interval(estimate: f64, mut stats: Vec<f64>, confidence: f64) -> ConfidenceInterval {
     stats.sort_unstable_by(f64::total_cmp);
     let tail = (1.0 - confidence) / 2.0 * 100.0;
     ConfidenceInterval {

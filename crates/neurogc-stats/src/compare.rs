@@ -7,6 +7,7 @@ use crate::bootstrap::{
     median_ci, median_difference_and_ratio, BootstrapConfig, ConfidenceInterval,
 };
 use crate::error::{Result, StatsError};
+use crate::paired::{paired_ratio_and_difference, paired_t_test, PairedTest};
 use crate::welch::{welch_t_test, WelchTest};
 
 /// A difference is called significant only when Welch's p is below this and the bootstrap
@@ -32,8 +33,14 @@ pub struct Comparison {
     /// median (original or resampled) is zero.
     pub ratio: Option<ConfidenceInterval>,
     /// Welch's test with a = baseline, b = candidate (t > 0: the candidate's mean is lower);
-    /// `None` when a side has fewer than two runs.
+    /// `None` when a side has fewer than two runs, or for a paired comparison.
     pub welch: Option<WelchTest>,
+    /// A paired comparison ([`Comparison::paired`]): the paired t-test, on log ratios when
+    /// every value is positive; `None` for independent samples or fewer than two pairs.
+    pub paired: Option<PairedTest>,
+    /// Whether `difference` and `ratio` are medians of per-pair values (paired) or differences
+    /// and ratios of the two medians (independent).
+    pub is_paired: bool,
 }
 
 /// Which way the candidate's median moved relative to the baseline's.
@@ -131,17 +138,68 @@ impl Comparison {
             difference,
             ratio,
             welch,
+            paired: None,
+            is_paired: false,
         })
     }
 
-    /// Welch's two-sided p-value, if there were at least two runs per side.
+    /// Compares paired runs: `candidate_runs[i]` ran in the same window as `baseline_runs[i]`
+    /// (a round of an alternating or turns run). The ratio and difference are the medians of
+    /// the per-pair ratios and differences, with intervals from resampling pairs; the test is
+    /// the paired t-test (on log ratios when every value is positive: effects are relative).
+    ///
+    /// Errors when the sides differ in length, are empty or hold NaN/±∞.
+    pub fn paired(
+        metric: &str,
+        baseline: &str,
+        baseline_runs: &[f64],
+        candidate: &str,
+        candidate_runs: &[f64],
+        config: &BootstrapConfig,
+    ) -> Result<Self> {
+        let (difference, ratio) =
+            paired_ratio_and_difference(baseline_runs, candidate_runs, config)?;
+        let positive = baseline_runs.iter().chain(candidate_runs).all(|&x| x > 0.0);
+        let test = if positive {
+            let ln = |xs: &[f64]| xs.iter().map(|x| x.ln()).collect::<Vec<_>>();
+            paired_t_test(&ln(baseline_runs), &ln(candidate_runs))
+        } else {
+            paired_t_test(baseline_runs, candidate_runs)
+        };
+        let paired = match test {
+            Ok(t) => Some(t),
+            Err(StatsError::TooFew { .. }) => None,
+            Err(e) => return Err(e),
+        };
+        Ok(Comparison {
+            metric: metric.to_string(),
+            baseline: baseline.to_string(),
+            candidate: candidate.to_string(),
+            baseline_median: median_ci(baseline_runs, config)?,
+            candidate_median: median_ci(candidate_runs, config)?,
+            difference,
+            ratio,
+            welch: None,
+            paired,
+            is_paired: true,
+        })
+    }
+
+    /// The test's two-sided p-value (Welch's, or the paired test's), if there were at least
+    /// two runs per side.
     pub fn p_value(&self) -> Option<f64> {
-        self.welch.map(|w| w.p)
+        self.paired.map(|t| t.p).or(self.welch.map(|w| w.p))
     }
 
     /// (median(candidate) − median(baseline)) / |median(baseline)|; 0 when both are 0, `None`
     /// when only the baseline's is.
+    /// Paired: the median per-pair ratio − 1.
     pub fn relative_change(&self) -> Option<f64> {
+        if self.is_paired {
+            if let Some(r) = self.ratio {
+                return Some(r.estimate - 1.0);
+            }
+        }
         let (base, cand) = (
             self.baseline_median.estimate,
             self.candidate_median.estimate,
@@ -174,8 +232,18 @@ impl Comparison {
             .is_some_and(|c| c == 0.0 || c.abs() < floor.relative)
     }
 
-    /// Which way the candidate's median moved.
+    /// Which way the candidate's median moved (paired: the median of the per-pair changes).
     pub fn direction(&self) -> Direction {
+        if self.is_paired {
+            let d = self.difference.estimate;
+            return if d < 0.0 {
+                Direction::Lower
+            } else if d > 0.0 {
+                Direction::Higher
+            } else {
+                Direction::Same
+            };
+        }
         let (base, cand) = (
             self.baseline_median.estimate,
             self.candidate_median.estimate,
@@ -317,6 +385,36 @@ mod tests {
         assert_eq!(significant3(f64::INFINITY), "∞");
         assert_eq!(fixed2(1.3149), "1.31");
         assert_eq!(fixed2(f64::INFINITY), "∞");
+    }
+
+    #[test]
+    fn paired_comparisons_see_through_drift() {
+        // Rounds drift 2× together; the candidate is 20 % lower in each round.
+        let base = [10.0, 14.0, 20.0, 12.0, 18.0, 16.0];
+        let cand: Vec<f64> = base.iter().map(|x| x * 0.8).collect();
+        let c = Comparison::paired("p99", "default", &base, "freeze", &cand, &cfg()).unwrap();
+        assert!(c.is_paired && c.welch.is_none());
+        assert!(c.is_significant(), "{c:?}");
+        assert_eq!(c.direction(), Direction::Lower);
+        assert!((c.relative_change().unwrap() + 0.2).abs() < 1e-12);
+        assert!(
+            c.summary()
+                .starts_with("freeze: p99 1.25 ± 0.00 × lower than default"),
+            "{}",
+            c.summary()
+        );
+        let independent =
+            Comparison::new("p99", "default", &base, "freeze", &cand, &cfg()).unwrap();
+        assert!(
+            !independent.is_significant(),
+            "the drift hides it from Welch"
+        );
+        // A/A in pairs: the floor is the spread of the per-pair ratios.
+        let a2 = [10.2, 13.9, 20.4, 11.8, 18.1, 16.2];
+        let aa = Comparison::paired("p99", "a", &base, "b", &a2, &cfg()).unwrap();
+        let floor = NoiseFloor::from_aa(&aa).unwrap().relative();
+        assert!(floor < 0.03, "{floor}");
+        assert!(Comparison::paired("p99", "a", &base, "b", &a2[..3], &cfg()).is_err());
     }
 
     #[test]

@@ -14,6 +14,8 @@
 //!   function (continued fraction, modified Lentz; ln Γ by Lanczos).
 //! - [`bootstrap`]: seeded percentile-bootstrap intervals for a median, a difference of medians
 //!   and a ratio of medians (default 10,000 resamples, 95 %).
+//! - [`paired`]: the paired t-test and pair-resampling intervals, for trials that ran in the
+//!   same window (rounds of alternating or turns runs).
 //! - [`compare`]: [`Comparison`] of a candidate against a baseline — medians, ratio and
 //!   difference with intervals, Welch's p, significance, a noise-floor check, and the
 //!   hyperfine-style sentence `neurogc-seed: p99 1.31 ± 0.08 × lower than default`.
@@ -36,6 +38,7 @@ pub mod bootstrap;
 pub mod compare;
 pub mod descriptive;
 mod error;
+pub mod paired;
 pub mod special;
 pub mod student_t;
 pub mod welch;
@@ -47,6 +50,7 @@ pub use bootstrap::{
 pub use compare::{Comparison, Direction, Factor, NoiseFloor, SIGNIFICANCE_LEVEL};
 pub use descriptive::{max, mean, median, min, percentile, percentiles, std_dev, variance};
 pub use error::{Result, StatsError};
+pub use paired::{paired_ratio_and_difference, paired_t_test, PairedTest};
 pub use special::{ln_gamma, regularized_incomplete_beta};
 pub use student_t::{student_t_cdf, student_t_sf, student_t_two_sided_p};
 pub use welch::{welch_t_test, WelchTest};
