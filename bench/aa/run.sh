@@ -3,7 +3,8 @@
 # sustainable rate, both servers up on one pinned core and the load switched between them every
 # 2 s (--mode alternating), so both see the same minutes of this machine's drifting speed. The report of the run
 # must show no significant difference and |Δp99| under 5 %; its measured spread becomes the noise
-# floor every other report prints (bench/aa/noise-floor.json).
+# floor every report of the same design prints (crates/neurogc-report/floors/, compiled in:
+# list a new file in noise.rs BUILT_IN).
 # The raw measurements stay local (bench/aa/.gitignore); the report and per-trial summaries are committed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -13,5 +14,5 @@ rm -rf bench/aa/run.tmp && mkdir -p bench/aa/run.tmp
   --warmup 10s --duration 60s --name aa --runs-dir bench/aa/run.tmp --no-dashboard --no-report "$@"
 run=$(ls -d bench/aa/run.tmp/*-aa)
 rm -rf bench/aa/run && mv "$run" bench/aa/run && rm -rf bench/aa/run.tmp
-"$NEUROGC" report bench/aa/run --write-noise-floor bench/aa/noise-floor.json
+"$NEUROGC" report bench/aa/run --write-noise-floor crates/neurogc-report/floors/alternating-5x60s.json
 echo "A/A report: bench/aa/run/README.md"

@@ -11,6 +11,7 @@ use crate::metric::{Better, Metric};
 use crate::noise::{AaSummary, Floors};
 use crate::rundir::RunData;
 use crate::trial::{self, TrialMetrics, Usable};
+use neurogc_record::Mode;
 
 /// The A/A acceptance bound on |Δ p99|.
 pub const AA_P99_BOUND: f64 = 0.05;
@@ -29,6 +30,8 @@ pub struct PolicyStats {
     pub partial_only: bool,
     /// Per metric, the used trials' values (trials without the value are left out).
     pub values: BTreeMap<Metric, Vec<f64>>,
+    /// Per metric, the pair key of each value (see [`TrialMetrics::pair`]).
+    pub pairs: BTreeMap<Metric, Vec<(u32, u32)>>,
     /// Median with its bootstrap interval.
     pub medians: BTreeMap<Metric, ConfidenceInterval>,
 }
@@ -50,8 +53,10 @@ pub enum Mark {
     Changed,
     /// Smaller than the noise floor.
     WithinNoise,
-    /// Not significant (Welch p ≥ 0.05 or the interval includes no change, or < 2 trials).
+    /// Not significant (p ≥ 0.05 or the interval includes no change, or < 2 trials).
     NotSignificant,
+    /// Significant, but no noise floor was measured with this run's design: not judged.
+    NoFloor,
 }
 
 impl Mark {
@@ -60,18 +65,23 @@ impl Mark {
             Mark::Better => "🟢",
             Mark::Worse => "🔴",
             Mark::Changed => "🔵",
-            Mark::WithinNoise | Mark::NotSignificant => "⚪",
+            Mark::WithinNoise | Mark::NotSignificant | Mark::NoFloor => "⚪",
         }
     }
 }
 
-/// The mark of a comparison: within the floor first, then significance, then direction.
+/// The mark of a comparison: within the floor first, then significance, then direction. A
+/// significant difference with no floor of the run's design is shown but not judged: a floor
+/// holds only for the design that measured it.
 pub fn mark(c: &Comparison, better: Better, floor: Option<NoiseFloor>) -> Mark {
     if floor.is_some_and(|f| c.within_noise(f)) {
         return Mark::WithinNoise;
     }
     if !c.is_significant() {
         return Mark::NotSignificant;
+    }
+    if floor.is_none() {
+        return Mark::NoFloor;
     }
     match (better, c.direction()) {
         (_, Direction::Same) => Mark::NotSignificant,
@@ -125,6 +135,8 @@ pub struct Analysis {
     pub cells: Vec<BTreeMap<Metric, Cell>>,
     pub floors: Option<Floors>,
     pub aa: Option<AaCheck>,
+    /// Candidates were compared with the baseline in pairs (units that ran in the same window).
+    pub paired: bool,
 }
 
 impl Analysis {
@@ -148,11 +160,21 @@ pub fn bootstrap() -> BootstrapConfig {
 /// Analyses a run with the given floors (none: "not measured").
 pub fn analyse(run: &RunData, floors: Option<Floors>) -> Analysis {
     let cfg = bootstrap();
-    let trials: Vec<TrialMetrics> = run
-        .trials
-        .iter()
-        .map(|t| trial::compute(t, Some(run.info.interval_s)))
-        .collect();
+    let interval = Some(run.info.interval_s);
+    // In a turns run each round is a unit; elsewhere each trial.
+    let trials: Vec<TrialMetrics> = if run.info.mode == Mode::Turns {
+        run.trials
+            .iter()
+            .flat_map(|t| trial::compute_rounds(t, interval))
+            .collect()
+    } else {
+        run.trials
+            .iter()
+            .map(|t| trial::compute(t, interval))
+            .collect()
+    };
+    // Trials that ran in the same window are compared as pairs.
+    let paired = run.info.mode != Mode::Sequential;
     let policies: Vec<PolicyStats> = run
         .info
         .policies
@@ -178,13 +200,14 @@ pub fn analyse(run: &RunData, floors: Option<Floors>) -> Analysis {
                 (complete, false)
             };
             let mut values = BTreeMap::new();
+            let mut pairs = BTreeMap::new();
             let mut medians = BTreeMap::new();
             for &m in Metric::ALL {
-                let v: Vec<f64> = used
+                let (k, v): (Vec<(u32, u32)>, Vec<f64>) = used
                     .iter()
-                    .filter_map(|&i| trials[i].get(m))
-                    .filter(|x| x.is_finite())
-                    .collect();
+                    .filter_map(|&i| Some((trials[i].pair, trials[i].get(m)?)))
+                    .filter(|(_, x)| x.is_finite())
+                    .unzip();
                 if v.is_empty() {
                     continue;
                 }
@@ -192,6 +215,7 @@ pub fn analyse(run: &RunData, floors: Option<Floors>) -> Analysis {
                     medians.insert(m, ci);
                 }
                 values.insert(m, v);
+                pairs.insert(m, k);
             }
             PolicyStats {
                 label: p.label.clone(),
@@ -200,6 +224,7 @@ pub fn analyse(run: &RunData, floors: Option<Floors>) -> Analysis {
                 used,
                 partial_only,
                 values,
+                pairs,
                 medians,
             }
         })
@@ -215,9 +240,13 @@ pub fn analyse(run: &RunData, floors: Option<Floors>) -> Analysis {
                     let (Some(b), Some(c)) = (base.values.get(&m), cand.values.get(&m)) else {
                         continue;
                     };
-                    let Ok(comparison) =
+                    let comparison = if paired {
+                        let (b, c) = aligned(&base.pairs[&m], b, &cand.pairs[&m], c);
+                        Comparison::paired(m.short(), &base.label, &b, &cand.label, &c, &cfg)
+                    } else {
                         Comparison::new(m.short(), &base.label, b, &cand.label, c, &cfg)
-                    else {
+                    };
+                    let Ok(comparison) = comparison else {
                         continue;
                     };
                     let floor = floors.and_then(|f| f.get(m));
@@ -243,7 +272,23 @@ pub fn analyse(run: &RunData, floors: Option<Floors>) -> Analysis {
         cells,
         floors,
         aa,
+        paired,
     }
+}
+
+/// The values of the pairs both sides have, in pair order.
+fn aligned(
+    base_keys: &[(u32, u32)],
+    base: &[f64],
+    cand_keys: &[(u32, u32)],
+    cand: &[f64],
+) -> (Vec<f64>, Vec<f64>) {
+    let cand_by_key: BTreeMap<_, _> = cand_keys.iter().zip(cand).collect();
+    base_keys
+        .iter()
+        .zip(base)
+        .filter_map(|(k, b)| Some((*b, **cand_by_key.get(k)?)))
+        .unzip()
 }
 
 fn aa_check(cells: &[BTreeMap<Metric, Cell>]) -> AaCheck {
@@ -292,30 +337,37 @@ mod tests {
     const NOISY: [f64; 5] = [9.0, 11.5, 10.4, 8.8, 10.9];
     const SLIGHTLY_LOWER: [f64; 5] = [9.70, 9.88, 9.61, 9.79, 9.70];
 
+    fn floor(f: f64) -> Option<NoiseFloor> {
+        Some(NoiseFloor::new(f).unwrap())
+    }
+
     #[test]
     fn marks_follow_the_metric_direction() {
         let lower = compare(&BASE, &LOWER);
         let higher = compare(&BASE, &HIGHER);
         assert!(lower.is_significant() && higher.is_significant());
-        assert_eq!(mark(&lower, Better::Lower, None), Mark::Better);
-        assert_eq!(mark(&higher, Better::Lower, None), Mark::Worse);
-        assert_eq!(mark(&higher, Better::Higher, None), Mark::Better);
-        assert_eq!(mark(&lower, Better::Higher, None), Mark::Worse);
-        assert_eq!(mark(&lower, Better::Neither, None), Mark::Changed);
-        assert_eq!(mark(&higher, Better::Neither, None), Mark::Changed);
+        let f = floor(0.05);
+        assert_eq!(mark(&lower, Better::Lower, f), Mark::Better);
+        assert_eq!(mark(&higher, Better::Lower, f), Mark::Worse);
+        assert_eq!(mark(&higher, Better::Higher, f), Mark::Better);
+        assert_eq!(mark(&lower, Better::Higher, f), Mark::Worse);
+        assert_eq!(mark(&lower, Better::Neither, f), Mark::Changed);
+        assert_eq!(mark(&higher, Better::Neither, f), Mark::Changed);
     }
 
     #[test]
     fn the_floor_comes_before_significance() {
         let small = compare(&BASE, &SLIGHTLY_LOWER);
         assert!(small.is_significant(), "3 % lower, consistently");
-        let floor = NoiseFloor::new(0.05).unwrap();
-        assert_eq!(mark(&small, Better::Lower, Some(floor)), Mark::WithinNoise);
-        // Without a floor a significant difference is judged, however small.
-        assert_eq!(mark(&small, Better::Lower, None), Mark::Better);
+        assert_eq!(mark(&small, Better::Lower, floor(0.05)), Mark::WithinNoise);
         // A floor smaller than the change lets the verdict through.
-        let tight = NoiseFloor::new(0.01).unwrap();
-        assert_eq!(mark(&small, Better::Lower, Some(tight)), Mark::Better);
+        assert_eq!(mark(&small, Better::Lower, floor(0.01)), Mark::Better);
+        // Without a floor of the run's design, a significant difference is not judged.
+        assert_eq!(mark(&small, Better::Lower, None), Mark::NoFloor);
+        assert_eq!(
+            mark(&compare(&BASE, &HIGHER), Better::Lower, None),
+            Mark::NoFloor
+        );
     }
 
     #[test]

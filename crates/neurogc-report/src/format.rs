@@ -110,6 +110,7 @@ pub fn delta(m: Metric, cell: &Cell) -> String {
     match cell.mark {
         Mark::WithinNoise if c.relative_change() != Some(0.0) => why.push("within noise".into()),
         Mark::NotSignificant if c.p_value().is_some() => why.push("n.s.".into()),
+        Mark::NoFloor => why.push("no floor".into()),
         _ => {}
     }
     format!("{} {change} ({})", cell.mark.symbol(), why.join(", "))

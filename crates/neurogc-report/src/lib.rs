@@ -30,7 +30,7 @@ use anyhow::{bail, Context, Result};
 
 pub use aggregate::{analyse, Analysis, Mark};
 pub use metric::Metric;
-pub use noise::{FloorFile, Floors};
+pub use noise::{Design, FloorFile, Floors};
 pub use rundir::RunData;
 
 /// `neurogc report` flags.
@@ -46,7 +46,7 @@ pub struct ReportArgs {
     pub compare: bool,
 
     /// Noise floor to judge differences by (JSON, see docs/report.md) [default: the committed
-    /// bench/aa/noise-floor.json, if there is one]
+    /// floor measured with the run's design, if there is one]
     #[arg(long, value_name = "FILE")]
     pub noise_floor: Option<PathBuf>,
 
@@ -56,7 +56,7 @@ pub struct ReportArgs {
     pub out: Option<PathBuf>,
 
     /// From an A/A run (the same policy twice or more): write the noise floor it measured to
-    /// FILE, e.g. bench/aa/noise-floor.json
+    /// FILE, e.g. crates/neurogc-report/floors/alternating.json
     #[arg(long, value_name = "FILE")]
     pub write_noise_floor: Option<PathBuf>,
 }
@@ -71,19 +71,37 @@ pub struct Written {
     pub analysis: Analysis,
 }
 
-/// The floors to judge by: `--noise-floor FILE`, else the built-in one, else none.
-/// Problems with the built-in file are warnings, not errors.
-pub fn floors(noise_floor: Option<&Path>, warnings: &mut Vec<String>) -> Result<Option<Floors>> {
-    let f = match noise_floor {
-        Some(p) => Some(Floors::read(p)?),
-        None => match Floors::built_in() {
-            Ok(f) => f,
-            Err(e) => {
-                warnings.push(format!("the built-in noise floor is unusable: {e:#}"));
-                None
+/// The floors to judge a run of `design` by: `--noise-floor FILE` (with a warning when it was
+/// measured with another design), else the committed floor of that design, else none. Without a
+/// design (runs compared across time) only a file given explicitly applies.
+pub fn floors(
+    noise_floor: Option<&Path>,
+    design: Option<&Design>,
+    warnings: &mut Vec<String>,
+) -> Result<Option<Floors>> {
+    let f =
+        match (noise_floor, design) {
+            (Some(p), _) => {
+                let f = Floors::read(p)?;
+                if let Some(d) = design.filter(|d| !f.holds_for(d)) {
+                    warnings.push(format!(
+                    "--noise-floor {} was measured with {}, this run is {}: its marks may not hold",
+                    p.display(),
+                    f.file.design.map_or("an unknown design".into(), |x| x.describe()),
+                    d.describe()
+                ));
+                }
+                Some(f)
             }
-        },
-    };
+            (None, Some(d)) => match Floors::built_in(d) {
+                Ok(f) => f,
+                Err(e) => {
+                    warnings.push(format!("a built-in noise floor is unusable: {e:#}"));
+                    None
+                }
+            },
+            (None, None) => None,
+        };
     if let Some(f) = &f {
         warnings.extend(f.warnings.iter().cloned());
     }
@@ -109,7 +127,7 @@ pub fn write_report_with(
 ) -> Result<Written> {
     let run = RunData::load(run_dir)?;
     let mut warnings = run.warnings.clone();
-    let floors = floors(noise_floor, &mut warnings)?;
+    let floors = floors(noise_floor, Some(&Design::of(&run.info)), &mut warnings)?;
     let analysis = analyse(&run, floors);
     let out_dir = out.unwrap_or(run_dir);
     std::fs::create_dir_all(out_dir)
@@ -165,6 +183,7 @@ pub fn aa_floor_file(run: &RunData, analysis: &Analysis) -> Result<FloorFile> {
         measured: Some(format::iso(info.created)),
         run: Some(info.name.clone()),
         command: (!info.command.is_empty()).then(|| info.command.join(" ")),
+        design: Some(Design::of(info)),
         protocol: Some(protocol.join(", ")),
         system: Some(info.system.clone()),
         metrics: aa
@@ -179,7 +198,8 @@ pub fn aa_floor_file(run: &RunData, analysis: &Analysis) -> Result<FloorFile> {
 /// `--compare`: the Markdown comparing `dirs`.
 pub fn compare_runs(dirs: &[PathBuf], noise_floor: Option<&Path>) -> Result<(String, Vec<String>)> {
     let mut warnings = Vec::new();
-    let floors = floors(noise_floor, &mut warnings)?;
+    // Runs made at different times share no window: only an explicit floor applies.
+    let floors = floors(noise_floor, None, &mut warnings)?;
     let mut runs = Vec::new();
     for (i, dir) in dirs.iter().enumerate() {
         let run = RunData::load(dir)?;

@@ -10,6 +10,7 @@ use crate::aggregate::{Analysis, PolicyStats, AA_P99_BOUND};
 use crate::charts::Charts;
 use crate::format::{self, cell_text, ci, delta, num, pct, pct_abs, seconds, utc, value};
 use crate::metric::{Metric, Section, SUMMARY_METRICS};
+use crate::noise::Design;
 use crate::rundir::RunData;
 use crate::trial::Usable;
 
@@ -125,10 +126,15 @@ fn flags(md: &mut String, run: &RunData, a: &Analysis) {
 
 fn summary(md: &mut String, a: &Analysis) {
     let _ = writeln!(md, "## Summary\n");
+    let how = if a.paired {
+        "the median of the per-round ratios (the trials of a round ran in the same window) \
+         ± half its 95 % bootstrap interval over rounds"
+    } else {
+        "the ratio of medians over trials ± half its 95 % bootstrap interval"
+    };
     let _ = writeln!(
         md,
-        "Each candidate against the baseline, hyperfine style: the ratio of medians over trials \
-         ± half its 95 % bootstrap interval.\n"
+        "Each candidate against the baseline, hyperfine style: {how}.\n"
     );
     md.push_str("```\n");
     for (i, p) in a.policies.iter().enumerate().skip(1) {
@@ -254,17 +260,20 @@ fn results(md: &mut String, a: &Analysis, collect: bool) {
 fn legend(md: &mut String, a: &Analysis, collect: bool) {
     let _ = writeln!(md, "**How to read these tables**\n");
     if !collect {
-        let floor_note = if a.floors.is_some() {
-            "and the change of the median is larger than the metric's noise floor (last column)"
+        let test = if a.paired {
+            "the paired t-test's p < 0.05 on the per-round log ratios **and** the 95 % bootstrap \
+             interval of the median per-round ratio excludes 1: the trials of a round ran in the \
+             same window, so they are compared as pairs"
         } else {
-            "(no noise floor is known for this machine, so significance alone decides)"
+            "Welch's p < 0.05 **and** the 95 % bootstrap interval of the ratio of medians \
+             excludes 1"
         };
         let _ = writeln!(
             md,
-            "- 🟢 better / 🔴 worse: the difference is significant (Welch's p < 0.05 **and** the \
-             95 % bootstrap interval of the ratio of medians excludes 1) {floor_note}. Lower is \
-             better for latency, CPU, memory, disk, failures and everything GC; higher is better \
-             for RPS."
+            "- 🟢 better / 🔴 worse: the difference is significant ({test}) and the change is \
+             larger than the metric's noise floor (last column), measured with this run's \
+             design. Lower is better for latency, CPU, memory, disk, failures and everything GC; \
+             higher is better for RPS."
         );
         let _ = writeln!(
             md,
@@ -274,7 +283,8 @@ fn legend(md: &mut String, a: &Analysis, collect: bool) {
         let _ = writeln!(
             md,
             "- ⚪ within noise: smaller than the noise floor; ⚪ n.s.: not significant; ⚪ no test: \
-             fewer than two trials on a side."
+             fewer than two trials on a side; ⚪ no floor: significant, but no noise floor was \
+             measured with this run's design, so it is not judged."
         );
     }
     let _ = writeln!(
@@ -297,10 +307,13 @@ fn noise_section(md: &mut String, run: &RunData, a: &Analysis) {
         None => {
             let _ = writeln!(
                 md,
-                "Noise floor: **not measured for this machine**. Differences are judged by \
-                 significance alone. Measure one with an A/A bench (the same policy twice, same \
-                 protocol) and save it: `neurogc report A_A_RUN --write-noise-floor \
-                 bench/aa/noise-floor.json`.\n"
+                "Noise floor: **none measured with this run's design** ({}). A floor holds only \
+                 for the design that measured it, so significant differences are shown but not \
+                 marked 🟢/🔴. Measure one with an A/A run of the same design (the same policy \
+                 twice) and save it: `neurogc report A_A_RUN --write-noise-floor FILE`; \
+                 committed floors live in `{}`.\n",
+                Design::of(&run.info).describe(),
+                crate::noise::BUILT_IN_DIR
             );
         }
         Some(f) => {
@@ -313,6 +326,9 @@ fn noise_section(md: &mut String, run: &RunData, a: &Analysis) {
                 parts.push(format!("run `{}`", cell_text(r)));
             }
             let _ = writeln!(md, "Noise floor {}.  ", parts.join(", "));
+            if let Some(d) = &file.design {
+                let _ = writeln!(md, "Design: {}.  ", d.describe());
+            }
             if let Some(p) = &file.protocol {
                 let _ = writeln!(md, "Protocol: {}.  ", cell_text(p));
             }
@@ -394,9 +410,11 @@ fn noise_section(md: &mut String, run: &RunData, a: &Analysis) {
         }
         let _ = writeln!(
             md,
-            "Save it as the floor for later reports: `neurogc report {} --write-noise-floor \
-             bench/aa/noise-floor.json`.\n",
-            run.dir.display()
+            "Save it as the floor of its design ({}) for later reports: `neurogc report {} \
+             --write-noise-floor FILE` (committed floors live in `{}`).\n",
+            Design::of(&run.info).describe(),
+            run.dir.display(),
+            crate::noise::BUILT_IN_DIR
         );
     }
 }

@@ -1,7 +1,11 @@
 //! The noise floor: how far apart two identical policies land with this method on this machine.
 //!
-//! A floor file (`--noise-floor FILE`, or the committed `bench/aa/noise-floor.json` compiled in)
-//! gives one relative fraction per metric key; differences smaller than that are "within noise".
+//! A floor holds only for the design that measured it ([`Design`]: the mode, how many units —
+//! trials, or rounds of a turns run — are compared per policy, and how long each is). A floor
+//! file gives one relative fraction per metric key; differences smaller than that are "within
+//! noise". The report uses `--noise-floor FILE` if given (warning when its design differs from
+//! the run's), else a committed floor of the run's design (`crates/neurogc-report/floors/`,
+//! compiled in), else none: differences are then shown but not marked 🟢/🔴.
 //! `neurogc report A_A_RUN --write-noise-floor FILE` writes one from an A/A run.
 //!
 //! ```json
@@ -28,13 +32,64 @@ use neurogc_stats::NoiseFloor;
 use serde::{Deserialize, Serialize};
 
 use crate::metric::Metric;
-use crate::rundir::SystemInfo;
+use crate::rundir::{RunInfo, SystemInfo};
+use neurogc_record::Mode;
 
-/// The committed floor, if `bench/aa/noise-floor.json` existed at build time (else empty).
-const BUILT_IN: &str = include_str!(concat!(env!("OUT_DIR"), "/noise-floor.json"));
+/// The committed floors, one per design measured on this machine type (written by the A/A
+/// scripts: `bench/aa/run.sh`, `bench/suite/aa.sh`), as (file name, JSON).
+const BUILT_IN: &[(&str, &str)] = &[];
 
-/// Where the built-in floor comes from, for messages.
-pub const BUILT_IN_PATH: &str = "bench/aa/noise-floor.json";
+/// Where the built-in floors live in the repository, for messages.
+pub const BUILT_IN_DIR: &str = "crates/neurogc-report/floors";
+
+/// What a floor holds for: the design of the runs that measured it.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct Design {
+    pub mode: Mode,
+    /// Units compared per policy: trials, or rounds (turns runs).
+    pub units: u32,
+    /// Measured seconds per unit: a trial's duration, or a round's turn.
+    pub unit_s: f64,
+}
+
+impl Design {
+    pub fn of(info: &RunInfo) -> Design {
+        match (info.mode, info.load.as_ref().and_then(|l| l.alternate_s)) {
+            (Mode::Turns, Some(turn)) if turn > 0.0 => Design {
+                mode: info.mode,
+                units: info.repeat * (info.duration_s / turn).round() as u32,
+                unit_s: turn,
+            },
+            _ => Design {
+                mode: info.mode,
+                units: info.repeat,
+                unit_s: info.duration_s,
+            },
+        }
+    }
+
+    /// The same design (unit lengths within 1 %).
+    pub fn matches(&self, other: &Design) -> bool {
+        self.mode == other.mode
+            && self.units == other.units
+            && (self.unit_s - other.unit_s).abs() <= 0.01 * self.unit_s.max(other.unit_s)
+    }
+
+    /// `turns, 5 rounds of 6 s`, `alternating, 5 trials of 60 s`.
+    pub fn describe(&self) -> String {
+        let unit = if self.mode == Mode::Turns {
+            "rounds"
+        } else {
+            "trials"
+        };
+        format!(
+            "{}, {} {unit} of {} per policy",
+            self.mode,
+            self.units,
+            crate::format::seconds(self.unit_s)
+        )
+    }
+}
 
 /// A noise-floor file.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -50,7 +105,10 @@ pub struct FloorFile {
     /// The command that made it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
-    /// Mode, repetitions, warm-up, duration, load: what a comparison must match to use it.
+    /// The design it holds for; a floor without one is never applied by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub design: Option<Design>,
+    /// Mode, repetitions, warm-up, duration, load, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -150,17 +208,21 @@ impl Floors {
         )
     }
 
-    /// The floor compiled in from `bench/aa/noise-floor.json`: `Ok(None)` when there was none.
-    pub fn built_in() -> Result<Option<Floors>> {
-        if BUILT_IN.trim().is_empty() {
-            return Ok(None);
+    /// The committed floor measured with `design`, if there is one.
+    pub fn built_in(design: &Design) -> Result<Option<Floors>> {
+        for (name, text) in BUILT_IN {
+            let shown = format!("{BUILT_IN_DIR}/{name}");
+            let f = Floors::parse(text, &shown, format!("{shown} (built in)"))?;
+            if f.file.design.is_some_and(|d| d.matches(design)) {
+                return Ok(Some(f));
+            }
         }
-        Floors::parse(
-            BUILT_IN,
-            BUILT_IN_PATH,
-            format!("{BUILT_IN_PATH} (built in)"),
-        )
-        .map(Some)
+        Ok(None)
+    }
+
+    /// Whether this floor was measured with `design`.
+    pub fn holds_for(&self, design: &Design) -> bool {
+        self.file.design.is_some_and(|d| d.matches(design))
     }
 }
 
@@ -182,9 +244,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn built_in_floor_parses_if_present() {
-        // A committed bench/aa/noise-floor.json must be valid.
-        let _ = Floors::built_in().unwrap();
+    fn built_in_floors_parse_and_say_their_design() {
+        for (name, text) in BUILT_IN {
+            let f = Floors::parse(text, name, "x".into()).unwrap();
+            let d = f.file.design.expect("a committed floor names its design");
+            assert!(Floors::built_in(&d).unwrap().is_some(), "{name}");
+        }
+    }
+
+    #[test]
+    fn designs_match_only_their_own() {
+        let d = |mode, units, unit_s| Design {
+            mode,
+            units,
+            unit_s,
+        };
+        let turns = d(Mode::Turns, 5, 6.0);
+        assert!(turns.matches(&d(Mode::Turns, 5, 6.02)));
+        assert!(!turns.matches(&d(Mode::Turns, 2, 6.0)));
+        assert!(!turns.matches(&d(Mode::Alternating, 5, 6.0)));
+        assert!(!d(Mode::Alternating, 5, 60.0).matches(&d(Mode::Alternating, 2, 20.0)));
+        assert_eq!(turns.describe(), "turns, 5 rounds of 6 s per policy");
     }
 
     #[test]

@@ -63,6 +63,8 @@ pub struct TrialData {
     pub gc_events: Option<Vec<RecordedEvent>>,
     /// The per-second `"task": "all"` rows of `load.jsonl`.
     pub load_rows: Vec<Row>,
+    /// Taking turns: the trial's turn lines (one per round), in order.
+    pub turns: Vec<Row>,
     pub load_summary: Option<Summary>,
     /// `latency.hlog`'s untagged intervals merged (µs).
     pub latency: Option<Histogram<u64>>,
@@ -135,6 +137,7 @@ fn load_trial(entry: TrialEntry, warnings: &mut Vec<String>) -> Result<TrialData
         samples: None,
         gc_events: None,
         load_rows: Vec::new(),
+        turns: Vec::new(),
         load_summary: None,
         latency: None,
         notes: entry.notes.clone(),
@@ -177,6 +180,13 @@ fn load_trial(entry: TrialEntry, warnings: &mut Vec<String>) -> Result<TrialData
             .filter(|r| hosts.len() < 2 || Some(&r.host) == host.as_ref())
             .cloned()
             .collect();
+        t.turns = out
+            .turns
+            .iter()
+            .filter(|r| hosts.len() < 2 || Some(&r.host) == host.as_ref())
+            .cloned()
+            .collect();
+        t.turns.sort_by_key(|r| r.turn);
         t.load_summary = out.summary;
         if t.load_summary.is_none() {
             t.notes

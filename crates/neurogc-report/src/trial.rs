@@ -23,6 +23,9 @@ pub struct TrialMetrics {
     pub name: String,
     pub label: String,
     pub repetition: u32,
+    /// What pairs this unit with the other policies' units that ran in the same window:
+    /// (repetition, round); the round is 0 except in turns runs, one unit per round.
+    pub pair: (u32, u32),
     pub status: String,
     pub usable: Usable,
     /// The measured window, Unix seconds.
@@ -53,6 +56,7 @@ pub fn compute(t: &TrialData, interval_s: Option<f64>) -> TrialMetrics {
         name: t.name().to_string(),
         label: t.label().to_string(),
         repetition: t.reference.repetition,
+        pair: (t.reference.repetition, 0),
         status: t.status().to_string(),
         usable: Usable::No,
         window: None,
@@ -143,6 +147,64 @@ pub fn compute(t: &TrialData, interval_s: Option<f64>) -> TrialMetrics {
             .push("no request completed in the measured window: no latency".to_string());
     }
     m
+}
+
+/// A turns trial, one unit per round: latency from the round's turn line (its own histogram),
+/// everything else from what was recorded during that turn. The trial's own unit stands in when
+/// it has no turn lines (it never reached its measured window, say).
+pub fn compute_rounds(t: &TrialData, interval_s: Option<f64>) -> Vec<TrialMetrics> {
+    let whole = compute(t, interval_s);
+    if t.turns.is_empty() || whole.usable == Usable::No {
+        return vec![whole];
+    }
+    let half = interval_s.unwrap_or(1.0) / 2.0;
+    t.turns
+        .iter()
+        .map(|row| {
+            let round = row.turn.unwrap_or(0);
+            let (start, end) = (row.t - row.interval_s, row.t);
+            let mut m = TrialMetrics {
+                name: format!("{} round {}", whole.name, round + 1),
+                pair: (whole.repetition, round as u32 + 1),
+                window: Some((start, end)),
+                values: BTreeMap::new(),
+                requests: Some(row.requests),
+                notes: Vec::new(),
+                ..whole.clone()
+            };
+            // A sample covers the interval before its time: those ending in the turn, and
+            // the one that ends within half an interval after it.
+            let samples: Vec<&SampleRow> = t
+                .samples
+                .as_ref()
+                .map(|s| {
+                    s.rows
+                        .iter()
+                        .filter(|r| r.time > start && r.time <= end + half)
+                        .collect()
+                })
+                .unwrap_or_default();
+            resources(&mut m, &samples);
+            gc(&mut m, t, &samples, start, end, interval_s);
+            m.values.insert(Metric::Failures, row.failures as f64);
+            if row.interval_s > 0.0 {
+                m.values
+                    .insert(Metric::Rps, row.requests as f64 / row.interval_s);
+            }
+            for (metric, v) in [
+                (Metric::P50, row.p50_ms),
+                (Metric::P95, row.p95_ms),
+                (Metric::P99, row.p99_ms),
+                (Metric::P999, row.p999_ms),
+                (Metric::Max, row.max_ms),
+            ] {
+                if let Some(v) = v {
+                    m.values.insert(metric, v);
+                }
+            }
+            m
+        })
+        .collect()
 }
 
 fn mean(xs: impl Iterator<Item = f64>) -> Option<f64> {
