@@ -16,11 +16,12 @@ use neurogc_units::unix_now;
 /// What to start.
 #[derive(Clone, Debug)]
 pub enum App {
-    /// `python -m neurogc.demo` (the seed's endpoints), with the agent installed by the app.
-    Demo {
+    /// A bundled workload, `python -m neurogc.workloads serve NAME` (`seed`: the seed's demo
+    /// endpoints), with the agent installed by the app; `options` are its `--set KEY=VALUE`s.
+    Workload {
         python: PathBuf,
-        scenario: String,
-        heap_objects: Option<u64>,
+        workload: Workload,
+        options: Vec<String>,
     },
     /// A shell command with `{port}` in it, the agent injected by `neurogc run`.
     Cmd { template: String },
@@ -55,27 +56,55 @@ impl Server {
     }
 }
 
+/// A bundled workload as `python -m neurogc.workloads list --json` describes it.
+#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
+pub struct Workload {
+    pub name: String,
+    /// `asgi` or `wsgi`.
+    pub kind: String,
+    /// Its GC story, one paragraph.
+    pub story: String,
+    /// What its GC events should show (markers, see `neurogc.workloads.MARKERS`).
+    pub expects: Vec<String>,
+    /// Its `neurogc load` task file.
+    pub tasks: PathBuf,
+}
+
+/// The bundled workloads, from the Python package that holds them (their one home).
+pub fn workloads(python: &Path) -> Result<Vec<Workload>> {
+    let out = Command::new(python)
+        .args(["-m", "neurogc.workloads", "list", "--json"])
+        .output()
+        .with_context(|| format!("cannot run Python {}", python.display()))?;
+    if !out.status.success() {
+        bail!(
+            "{} cannot list the bundled workloads ({}); run `make setup` or pass --python",
+            python.display(),
+            String::from_utf8_lossy(&out.stderr)
+                .trim()
+                .lines()
+                .last()
+                .unwrap_or("")
+        );
+    }
+    serde_json::from_slice(&out.stdout)
+        .context("python -m neurogc.workloads list --json printed something else than workloads")
+}
+
+/// The workload called `name`; the error lists the known ones.
+pub fn find_workload(python: &Path, name: &str) -> Result<Workload> {
+    let all = workloads(python)?;
+    all.iter().find(|w| w.name == name).cloned().ok_or_else(|| {
+        let known: Vec<&str> = all.iter().map(|w| w.name.as_str()).collect();
+        anyhow::anyhow!("unknown workload {name:?}; known: {}", known.join(", "))
+    })
+}
+
 impl App {
     pub fn check(&self) -> Result<()> {
         match self {
-            App::Demo { python, .. } => {
-                let out = Command::new(python)
-                    .args(["-c", "import neurogc.demo, uvicorn"])
-                    .output()
-                    .with_context(|| format!("cannot run Python {}", python.display()))?;
-                if !out.status.success() {
-                    bail!(
-                        "{} cannot import neurogc.demo ({}); run `make setup` or pass --python",
-                        python.display(),
-                        String::from_utf8_lossy(&out.stderr)
-                            .trim()
-                            .lines()
-                            .last()
-                            .unwrap_or("")
-                    );
-                }
-                Ok(())
-            }
+            // Found in the list that `python -m neurogc.workloads` printed: it imports.
+            App::Workload { .. } => Ok(()),
             App::Cmd { template } => {
                 if !template.contains("{port}") {
                     bail!("--cmd {template:?} must contain {{port}}, where the server's port goes");
@@ -85,19 +114,32 @@ impl App {
         }
     }
 
+    /// The task file of a bundled workload (its load); none for a command.
+    pub fn tasks(&self) -> Option<&Path> {
+        match self {
+            App::Workload { workload, .. } => Some(&workload.tasks),
+            App::Cmd { .. } => None,
+        }
+    }
+
     /// For run.json.
     pub fn describe(&self) -> AppInfo {
         match self {
-            App::Demo {
+            App::Workload {
                 python,
-                scenario,
-                heap_objects,
-            } => AppInfo::Demo {
-                scenario: scenario.clone(),
-                heap_objects: *heap_objects,
+                workload,
+                options,
+            } => AppInfo::Workload {
+                workload: workload.name.clone(),
+                options: options.clone(),
                 command: format!(
-                    "{} -m neurogc.demo --scenario {scenario} --port {{port}}",
-                    python.display()
+                    "{} -m neurogc.workloads serve {} --port {{port}}{}",
+                    python.display(),
+                    workload.name,
+                    options
+                        .iter()
+                        .map(|o| format!(" --set {o}"))
+                        .collect::<String>()
                 ),
             },
             App::Cmd { template } => AppInfo::Cmd {
@@ -108,21 +150,22 @@ impl App {
 
     fn command(&self, l: &Launch<'_>) -> Result<Command> {
         Ok(match self {
-            App::Demo {
+            App::Workload {
                 python,
-                scenario,
-                heap_objects,
+                workload,
+                options,
             } => {
                 let mut c = Command::new(python);
-                c.args(["-m", "neurogc.demo", "--port", &l.port.to_string()])
-                    .args(["--policy", l.policy, "--scenario", scenario])
+                c.args(["-m", "neurogc.workloads", "serve", &workload.name])
+                    .args(["--port", &l.port.to_string()])
+                    .args(["--policy", l.policy])
                     .args(["--interval", &l.interval_s.to_string()])
                     .arg("--csv")
                     .arg(l.samples)
                     .arg("--gc-events-csv")
                     .arg(l.gc_events);
-                if let Some(n) = heap_objects {
-                    c.args(["--heap-objects", &n.to_string()]);
+                for o in options {
+                    c.args(["--set", o]);
                 }
                 c
             }

@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use neurogc_load::Shape;
 use neurogc_units::parse_duration;
 
-use crate::app::{find_python, App};
+use crate::app::{find_python, find_workload, App};
 
 /// A flags struct as its `clap` attributes' defaults make it, with the required flags `argv`
 /// gives: how the demo builds the collect and bench it runs, then sets their fields by name.
@@ -21,17 +21,19 @@ pub fn flags_with_defaults<T: clap::Args + clap::FromArgMatches>(argv: &[&str]) 
 /// Which service to start.
 #[derive(clap::Args, Debug, Clone)]
 pub struct AppArgs {
-    /// The bundled app to run (`demo`: the seed's FastAPI endpoints, served by uvicorn).
-    #[arg(long, default_value = "demo", value_parser = ["demo"])]
-    pub app: String,
-    /// Your own service instead: a shell command with `{port}` where its port goes, e.g.
-    /// "uvicorn myapp:app --port {port}". The agent is injected as by `neurogc run`.
-    #[arg(long, value_name = "COMMAND", conflicts_with_all = ["scenario", "heap_objects"])]
+    /// Your own service instead of a bundled workload: a shell command with `{port}` where its
+    /// port goes, e.g. "uvicorn myapp:app --port {port}". The agent is injected as by `neurogc run`.
+    #[arg(long, value_name = "COMMAND", conflicts_with_all = ["workload", "set", "heap_objects"])]
     pub cmd: Option<String>,
-    /// Demo workload: `seed` (the seed's endpoints) or `large-heap` (a big live heap, cyclic garbage).
-    #[arg(long, value_name = "NAME")]
-    pub scenario: Option<String>,
-    /// Demo `large-heap`: long-lived tracked objects.
+    /// The bundled workload to run (`python -m neurogc.workloads list`): seed (the seed's demo
+    /// endpoints, the default), large-heap, growing-cache, bursty, churn, cycle-leak, orm. Its
+    /// own task file is the default load.
+    #[arg(long, visible_alias = "scenario", value_name = "NAME")]
+    pub workload: Option<String>,
+    /// A size of the workload, KEY=VALUE (its create_app option; repeatable).
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// large-heap: long-lived tracked objects (as --set heap_objects=N).
     #[arg(long, value_name = "N")]
     pub heap_objects: Option<u64>,
     /// Python with `neurogc` installed, for the demo app [default: the project's .venv].
@@ -61,14 +63,17 @@ impl AppArgs {
                 template: cmd.clone(),
             },
             None => {
-                let scenario = self.scenario.clone().unwrap_or_else(|| "seed".into());
-                if !["seed", "large-heap"].contains(&scenario.as_str()) {
-                    bail!("--scenario {scenario:?}: expected seed or large-heap");
+                let python = find_python(self.python.as_deref());
+                let name = self.workload.as_deref().unwrap_or("seed");
+                let workload = find_workload(&python, name).context("--workload")?;
+                let mut options = self.set.clone();
+                if let Some(n) = self.heap_objects {
+                    options.push(format!("heap_objects={n}"));
                 }
-                App::Demo {
-                    python: find_python(self.python.as_deref()),
-                    scenario,
-                    heap_objects: self.heap_objects,
+                App::Workload {
+                    python,
+                    workload,
+                    options,
                 }
             }
         };

@@ -167,7 +167,7 @@ impl Session {
             Placement::default()
         };
         let python = match &app {
-            App::Demo { python, .. } => Some(python.as_path()),
+            App::Workload { python, .. } => Some(python.as_path()),
             App::Cmd { .. } => None,
         };
         let name = spec.output.name.as_deref().unwrap_or(spec.kind.as_str());
@@ -186,6 +186,12 @@ impl Session {
             system: system::read(python),
             ..RunInfo::new(spec.kind, name, app.describe(), policies)
         };
+        // A bundled workload's own task file unless --tasks says otherwise.
+        let tasks = spec
+            .load
+            .tasks
+            .clone()
+            .or_else(|| app.tasks().map(Path::to_path_buf));
         let run = RunDir::create(&spec.output.runs_dir, info)?;
         eprintln!(
             "neurogc {}: run directory {}",
@@ -199,7 +205,7 @@ impl Session {
             startup_timeout: spec.app.startup_timeout,
             interval_s: spec.app.interval,
             load: LoadSettings {
-                tasks: spec.load.tasks.clone(),
+                tasks,
                 timeout: spec.load.timeout,
                 seed: spec.load.seed,
                 cpus: placement.load.clone(),

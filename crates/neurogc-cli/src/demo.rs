@@ -15,8 +15,8 @@ use neurogc_units::parse_duration;
 /// `neurogc demo`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct DemoArgs {
-    /// Demo workload: seed or large-heap.
-    #[arg(long, default_value = "seed")]
+    /// The bundled workload (`neurogc suite` lists them): seed, the seed's endpoints, by default.
+    #[arg(long, visible_alias = "workload", default_value = "seed")]
     pub scenario: String,
     /// Measured collection time.
     #[arg(long, default_value = "40s", value_parser = parse_duration)]
@@ -65,7 +65,7 @@ impl DemoArgs {
         output.runs_dir = self.runs_dir.clone();
         app.interval = self.interval;
         app.python = self.python.clone();
-        app.scenario = Some(self.scenario.clone());
+        app.workload = Some(self.scenario.clone());
         dashboard.dashboard_port = self.dashboard_port;
         dashboard.dashboard = !self.no_dashboard;
         dashboard.no_dashboard = self.no_dashboard;

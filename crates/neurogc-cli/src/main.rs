@@ -35,6 +35,8 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Write a run's report (README.md and charts), or compare runs.
     Report(neurogc_report::ReportArgs),
+    /// Every bundled workload × GC policy, in turns on one core; the scoreboard of where each wins.
+    Suite(neurogc_suite::SuiteArgs),
 }
 
 /// `neurogc bench`: the run, then its report.
@@ -68,6 +70,10 @@ fn main() {
         Command::Bench(args) => bench(&args),
         Command::Demo(args) => demo::run(args),
         Command::Report(args) => neurogc_report::run(args),
+        Command::Suite(args) => neurogc_suite::run(&args).map(|d| {
+            println!("scoreboard: {}", d.readme.display());
+            neurogc_bench::exit_code(d.outcome)
+        }),
     };
     match result {
         Ok(code) => std::process::exit(code),

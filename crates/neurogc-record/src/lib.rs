@@ -1,5 +1,6 @@
 //! The run record: the directory `neurogc collect`, `bench` and `suite` write and `neurogc report`
-//! and `neurogc dashboard --replay` read (`docs/runs.md`).
+//! and `neurogc dashboard --replay` read (`docs/runs.md`), and the suite's `suite.json` that
+//! lists one such run per workload.
 //!
 //! ```text
 //! runs/<UTC stamp>-<name>/
@@ -31,6 +32,7 @@ pub use write::{write_json_atomic, RunDir, Trial};
 /// File names inside a trial's folder.
 pub mod files {
     pub const RUN: &str = "run.json";
+    pub const SUITE: &str = "suite.json";
     pub const RATE_SEARCH: &str = "rate-search.json";
     pub const TRIAL: &str = "trial.json";
     pub const SAMPLES: &str = "samples.csv";

@@ -132,11 +132,19 @@ display_as_str!(RunKind, RunStatus, TrialStatus, Mode);
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum AppInfo {
-    /// The bundled demo app.
+    /// A bundled workload (`neurogc.workloads`; `seed` is the seed's demo app).
+    Workload {
+        workload: String,
+        /// Its `--set KEY=VALUE` options.
+        #[serde(default)]
+        options: Vec<String>,
+        /// How it is started (`{port}` where the port goes).
+        command: String,
+    },
+    /// The bundled demo app, as runs before the workloads recorded it.
     Demo {
         scenario: String,
         heap_objects: Option<u64>,
-        /// How it is started (`{port}` where the port goes).
         command: String,
     },
     /// The user's own command (`--cmd`).
@@ -146,7 +154,9 @@ pub enum AppInfo {
 impl AppInfo {
     pub fn command(&self) -> &str {
         match self {
-            AppInfo::Demo { command, .. } | AppInfo::Cmd { command } => command,
+            AppInfo::Workload { command, .. }
+            | AppInfo::Demo { command, .. }
+            | AppInfo::Cmd { command } => command,
         }
     }
 }
@@ -381,4 +391,40 @@ pub struct RateSearch {
     pub sustainable_rps: f64,
     pub limited_by: String,
     pub rate: f64,
+}
+
+/// `suite.json`: a `neurogc suite` run, one bench run directory per workload beside it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SuiteInfo {
+    pub schema: u32,
+    pub name: String,
+    pub command: Vec<String>,
+    pub created: f64,
+    pub finished: Option<f64>,
+    pub status: RunStatus,
+    pub error: Option<String>,
+    /// `--quick`: the same workloads, fewer and shorter rounds.
+    pub quick: bool,
+    /// Rounds per workload: each policy gets one turn per round.
+    pub rounds: u32,
+    pub turn_s: f64,
+    pub warmup_s: f64,
+    /// Every policy runs at this share of the capacity found with the collector off.
+    pub fraction: f64,
+    /// The policies as given (`neurogc-seed` alone: a model trained per workload).
+    pub policies: Vec<String>,
+    pub workloads: Vec<SuiteWorkload>,
+    pub system: SystemInfo,
+}
+
+/// One workload of a suite.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SuiteWorkload {
+    pub name: String,
+    /// Its bench run directory, relative to the suite's.
+    pub run: Option<String>,
+    /// The collect run its `neurogc-seed` model was trained on, relative to the suite's.
+    pub collect: Option<String>,
+    pub status: RunStatus,
+    pub error: Option<String>,
 }

@@ -49,7 +49,7 @@ pub struct Charts {
 }
 
 /// Registers the font once per process: the built-in DejaVu Sans, or `NEUROGC_REPORT_FONT`'s.
-fn ensure_font() -> std::result::Result<(), String> {
+pub(crate) fn ensure_font() -> std::result::Result<(), String> {
     static FONT: OnceLock<std::result::Result<(), String>> = OnceLock::new();
     FONT.get_or_init(
         || match std::env::var_os(FONT_ENV).filter(|v| !v.is_empty()) {

@@ -22,6 +22,7 @@ pub mod markdown;
 pub mod metric;
 pub mod noise;
 pub mod rundir;
+pub mod scoreboard;
 pub mod trial;
 
 use std::path::{Path, PathBuf};

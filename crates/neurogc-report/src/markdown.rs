@@ -548,6 +548,9 @@ fn configuration(md: &mut String, run: &RunData) {
         },
     );
     let app = match &info.app {
+        AppInfo::Workload {
+            workload, command, ..
+        } => format!("workload {workload}: `{command}`"),
         AppInfo::Demo {
             scenario, command, ..
         } => format!("demo, scenario {scenario}: `{command}`"),

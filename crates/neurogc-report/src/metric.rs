@@ -90,6 +90,7 @@ metrics! {
     Gen2Max => "gc2_max_ms", "Gen 2 pause max", "ms", Lower, Gc;
     GcTotal => "gc_total_ms", "GC pause total", "ms, all generations", Lower, Gc;
     GcCpuShare => "gc_cpu_share", "GC share of CPU time", "% of process CPU time", Lower, Gc;
+    CpuPerRequest => "cpu_per_request", "CPU per request", "ms of process CPU", Lower, Gc;
     RssPeak => "rss_peak", "Peak RSS", "MiB", Lower, Memory;
     RssMean => "rss_mean", "Mean RSS", "MiB", Lower, Memory;
 }
@@ -124,6 +125,7 @@ impl Metric {
             Metric::Gen2Count => "gen 2 collections",
             Metric::GcTotal => "GC pause total",
             Metric::GcCpuShare => "GC share of CPU",
+            Metric::CpuPerRequest => "CPU per request",
             Metric::GcOverlap => "requests overlapping GC",
             Metric::RssPeak => "peak RSS",
             Metric::RssMean => "mean RSS",

@@ -142,6 +142,7 @@ pub fn compute(t: &TrialData, interval_s: Option<f64>) -> TrialMetrics {
     resources(&mut m, &samples);
     gc(&mut m, t, &samples, start, end, interval_s);
     latency(&mut m, t);
+    cpu_per_request(&mut m, &samples, interval_s);
     if m.requests == Some(0) {
         m.notes
             .push("no request completed in the measured window: no latency".to_string());
@@ -202,9 +203,24 @@ pub fn compute_rounds(t: &TrialData, interval_s: Option<f64>) -> Vec<TrialMetric
                     m.values.insert(metric, v);
                 }
             }
+            cpu_per_request(&mut m, &samples, interval_s);
             m
         })
         .collect()
+}
+
+/// Process CPU seconds over the window (Σ cpu% / 100 × interval) per request, in ms.
+fn cpu_per_request(m: &mut TrialMetrics, samples: &[&SampleRow], interval_s: Option<f64>) {
+    let cpu_s: f64 = samples
+        .iter()
+        .filter_map(|r| Some(r.cpu? / 100.0 * r.interval_s.or(interval_s)?))
+        .sum();
+    if let Some(n) = m.requests.filter(|&n| n > 0) {
+        if cpu_s > 0.0 {
+            m.values
+                .insert(Metric::CpuPerRequest, 1000.0 * cpu_s / n as f64);
+        }
+    }
 }
 
 fn mean(xs: impl Iterator<Item = f64>) -> Option<f64> {

@@ -1,0 +1,379 @@
+//! `neurogc suite`: every bundled workload × GC policy, measured on the same machine minutes,
+//! and the scoreboard that says, per workload, which fixed policy is best and how far every
+//! policy is from it and from the GC-off bound.
+//!
+//! Per workload, in order: a collect run and the seed's LSTM trained on it (when the policies
+//! include `neurogc-seed`); then one bench run in `--mode turns`: the service's capacity found
+//! on a GC-off server from throughput and queueing (`--rate auto`), every policy's server
+//! started and warmed up alone, then rounds in which each policy holds the load for one turn
+//! while the others are stopped (so no policy gets idle time its traffic would not give it).
+//! Rounds pair the policies: the scoreboard compares them round by round. Layout:
+//! [`plan`] flags and defaults · this module the driver · the scoreboard itself is in
+//! `neurogc-report` (`scoreboard`).
+
+pub mod plan;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use neurogc_bench::app::{find_python, workloads, Workload};
+use neurogc_bench::args::flags_with_defaults;
+use neurogc_bench::session::{Dashboard, Outcome};
+use neurogc_bench::{bench, collect, proc, BenchArgs, CollectArgs};
+use neurogc_record::{files, write_json_atomic, Mode, RunStatus, SuiteInfo, SuiteWorkload};
+use neurogc_report::scoreboard::{self, WorkloadRun};
+use neurogc_report::{aggregate, floors, Design, RunData};
+
+pub use plan::{Plan, SuiteArgs};
+
+/// What a finished (or interrupted) suite wrote.
+pub struct SuiteDone {
+    pub dir: PathBuf,
+    pub readme: PathBuf,
+    pub outcome: Outcome,
+}
+
+/// The bundled workloads to run, in the suite's order; an unknown name is an error naming the
+/// known ones.
+fn select(all: Vec<Workload>, names: &[String]) -> Result<Vec<Workload>> {
+    if names.is_empty() {
+        return Ok(all);
+    }
+    let known: Vec<String> = all.iter().map(|w| w.name.clone()).collect();
+    names
+        .iter()
+        .map(|n| {
+            all.iter().find(|w| &w.name == n).cloned().ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--workloads: unknown workload {n:?}; known: {}",
+                    known.join(", ")
+                )
+            })
+        })
+        .collect()
+}
+
+/// Seconds a workload is expected to take, for the ETA (start-up ~2 s per server).
+fn estimate_s(plan: &Plan, policies: usize) -> f64 {
+    let n = policies as f64;
+    let capacity = 8.0 * plan.probe.as_secs_f64() + plan.warmup.as_secs_f64() + 6.0;
+    let seed = if plan.trains_seed_models() {
+        plan.collect.as_secs_f64() + 12.0
+    } else {
+        0.0
+    };
+    capacity
+        + seed
+        + n * (2.0 + plan.warmup.as_secs_f64())
+        + plan.rounds as f64 * n * plan.turn.as_secs_f64()
+}
+
+/// Runs the suite. Ctrl-C stops it and keeps (and scores) what finished.
+pub fn run(args: &SuiteArgs) -> Result<SuiteDone> {
+    let plan = Plan::from_args(args)?;
+    let python = find_python(args.python.as_deref());
+    let chosen = select(workloads(&python)?, &args.workloads)?;
+    proc::install_interrupt_handler();
+    std::fs::create_dir_all(&args.runs_dir)
+        .with_context(|| format!("cannot create {}", args.runs_dir.display()))?;
+    let created = neurogc_units::unix_now();
+    let dir = unique_dir(
+        &args.runs_dir,
+        &format!(
+            "{}-{}",
+            neurogc_units::utc_stamp(created),
+            neurogc_units::slug(&args.name)
+        ),
+    )?;
+    let mut info = SuiteInfo {
+        schema: neurogc_record::SCHEMA,
+        name: args.name.clone(),
+        command: std::env::args().collect(),
+        created,
+        finished: None,
+        status: RunStatus::Running,
+        error: None,
+        quick: args.quick,
+        rounds: plan.rounds,
+        turn_s: plan.turn.as_secs_f64(),
+        warmup_s: plan.warmup.as_secs_f64(),
+        fraction: plan.fraction,
+        policies: plan.policies.clone(),
+        workloads: Vec::new(),
+        system: neurogc_bench::system::read(Some(&python)),
+    };
+    let save = |info: &SuiteInfo| write_json_atomic(&dir.join(files::SUITE), info);
+    save(&info)?;
+    eprintln!("neurogc suite: {}", dir.display());
+    let per_workload = estimate_s(&plan, plan.policies.len());
+    let started = Instant::now();
+    let mut outcome = Outcome::Complete;
+    for (i, w) in chosen.iter().enumerate() {
+        let done = started.elapsed().as_secs_f64();
+        // The ETA learns from the workloads done so far.
+        let per = if i == 0 {
+            per_workload
+        } else {
+            done / i as f64
+        };
+        let eta = per * (chosen.len() - i) as f64;
+        eprintln!(
+            "== suite [{}/{}] {} · {} policies · elapsed {} · ETA {}",
+            i + 1,
+            chosen.len(),
+            w.name,
+            plan.policies.len(),
+            minutes(done),
+            minutes(eta)
+        );
+        let mut entry = SuiteWorkload {
+            name: w.name.clone(),
+            run: None,
+            collect: None,
+            status: RunStatus::Running,
+            error: None,
+        };
+        info.workloads.push(entry.clone());
+        save(&info)?;
+        let result = run_workload(&dir, &python, w, &plan, &mut entry);
+        match result {
+            Ok(o) => {
+                entry.status = match o {
+                    Outcome::Complete => RunStatus::Complete,
+                    Outcome::Interrupted => RunStatus::Interrupted,
+                };
+                outcome = o;
+            }
+            Err(e) => {
+                eprintln!("neurogc suite: {}: {e:#}", w.name);
+                entry.status = if proc::interrupted() {
+                    RunStatus::Interrupted
+                } else {
+                    RunStatus::Failed
+                };
+                entry.error = Some(format!("{e:#}"));
+            }
+        }
+        *info.workloads.last_mut().expect("just pushed") = entry;
+        save(&info)?;
+        if proc::interrupted() {
+            outcome = Outcome::Interrupted;
+            break;
+        }
+    }
+    let readme = write_scoreboard(&dir, &info, &chosen)?;
+    info.finished = Some(neurogc_units::unix_now());
+    info.status = match outcome {
+        Outcome::Complete
+            if info
+                .workloads
+                .iter()
+                .all(|w| w.status == RunStatus::Complete) =>
+        {
+            RunStatus::Complete
+        }
+        Outcome::Complete => RunStatus::Failed,
+        Outcome::Interrupted => RunStatus::Interrupted,
+    };
+    save(&info)?;
+    eprintln!(
+        "neurogc suite: done in {}; scoreboard {}",
+        minutes(started.elapsed().as_secs_f64()),
+        readme.display()
+    );
+    Ok(SuiteDone {
+        dir,
+        readme,
+        outcome,
+    })
+}
+
+fn minutes(s: f64) -> String {
+    format!(
+        "{}m{:02}s",
+        (s / 60.0).floor(),
+        (s % 60.0).round() as u32 % 60
+    )
+}
+
+fn unique_dir(parent: &Path, base: &str) -> Result<PathBuf> {
+    let mut path = parent.join(base);
+    let mut n = 2;
+    while path.exists() {
+        path = parent.join(format!("{base}-{n}"));
+        n += 1;
+    }
+    std::fs::create_dir_all(&path).with_context(|| format!("cannot create {}", path.display()))?;
+    Ok(path)
+}
+
+/// The path of `p` relative to the suite's directory, for suite.json.
+fn relative(dir: &Path, p: &Path) -> String {
+    p.strip_prefix(dir).unwrap_or(p).display().to_string()
+}
+
+/// One workload: collect and train (for `neurogc-seed`), then the turns bench.
+fn run_workload(
+    dir: &Path,
+    python: &Path,
+    w: &Workload,
+    plan: &Plan,
+    entry: &mut SuiteWorkload,
+) -> Result<Outcome> {
+    let mut policies: Vec<String> = Vec::new();
+    for p in &plan.policies {
+        if p == plan::SEED_PER_WORKLOAD {
+            let model = train_seed_model(dir, python, w, plan, entry)?;
+            if proc::interrupted() {
+                return Ok(Outcome::Interrupted);
+            }
+            policies.push(format!("neurogc-seed=neurogc-seed:{}", model.display()));
+        } else {
+            // The bench labels a spec by its text, or takes `LABEL=SPEC` as given.
+            policies.push(p.clone());
+        }
+    }
+    let mut b: BenchArgs = flags_with_defaults(&["--policy", "default"])?;
+    b.policies = policies;
+    b.app.workload = Some(w.name.clone());
+    b.app.python = Some(python.to_path_buf());
+    b.output.runs_dir = dir.to_path_buf();
+    b.output.name = Some(w.name.clone());
+    b.mode = Mode::Turns;
+    b.repeat = 1;
+    b.slice = plan.turn;
+    b.duration = plan.turn * plan.rounds;
+    b.warmup = plan.warmup;
+    b.load.rate = Some("auto".into());
+    b.rate_fraction = plan.fraction;
+    b.rate_start = 10.0;
+    b.probe_time = plan.probe;
+    b.no_report = true;
+    b.dashboard.no_dashboard = true;
+    let done = bench::execute(&b, std::env::args().collect(), Dashboard::default())?;
+    entry.run = Some(relative(dir, &done.run_dir));
+    if let Err(e) = neurogc_report::write_report(&done.run_dir) {
+        eprintln!("neurogc suite: {}: no report: {e:#}", w.name);
+    }
+    Ok(done.outcome)
+}
+
+/// Collects the workload under CPython's own GC with the seed's Locust-style load and trains
+/// the seed's LSTM on it; returns the model directory.
+fn train_seed_model(
+    dir: &Path,
+    python: &Path,
+    w: &Workload,
+    plan: &Plan,
+    entry: &mut SuiteWorkload,
+) -> Result<PathBuf> {
+    let mut c: CollectArgs = flags_with_defaults(&[])?;
+    c.app.workload = Some(w.name.clone());
+    c.app.python = Some(python.to_path_buf());
+    c.app.interval = 0.5;
+    c.output.runs_dir = dir.to_path_buf();
+    c.output.name = Some(format!("{}-collect", w.name));
+    c.run_time = plan.collect;
+    c.warmup = Duration::from_secs(3);
+    c.load.users = Some(20);
+    c.load.spawn_rate = Some(10.0);
+    c.dashboard.no_dashboard = true;
+    let collected = collect::execute(&c, std::env::args().collect(), Dashboard::default())?;
+    entry.collect = Some(relative(dir, &collected.run_dir));
+    if collected.outcome == Outcome::Interrupted {
+        bail!("interrupted while collecting");
+    }
+    let model = collected.run_dir.join("model");
+    let mut t = neurogc_train::TrainArgs::new(vec![collected.data.clone()], model.clone());
+    t.epochs = plan.epochs;
+    t.quiet = true;
+    neurogc_train::train_model(&t).context("training the seed's model")?;
+    Ok(model)
+}
+
+/// Scores every workload that has a run and writes README.md, scoreboard.json and the heat map.
+fn write_scoreboard(dir: &Path, info: &SuiteInfo, chosen: &[Workload]) -> Result<PathBuf> {
+    let mut runs = Vec::new();
+    let mut notes = Vec::new();
+    for entry in &info.workloads {
+        let Some(rel) = &entry.run else {
+            notes.push(format!(
+                "- {}: no run ({}{})",
+                entry.name,
+                entry.status,
+                entry
+                    .error
+                    .as_deref()
+                    .map(|e| format!(": {}", e.lines().next().unwrap_or("")))
+                    .unwrap_or_default()
+            ));
+            continue;
+        };
+        let run = match RunData::load(&dir.join(rel)) {
+            Ok(r) => r,
+            Err(e) => {
+                notes.push(format!("- {}: its run cannot be read: {e:#}", entry.name));
+                continue;
+            }
+        };
+        let mut warnings = Vec::new();
+        let floors = floors(None, Some(&Design::of(&run.info)), &mut warnings)?;
+        let analysis = aggregate::analyse(&run, floors);
+        let w = chosen.iter().find(|w| w.name == entry.name);
+        runs.push(WorkloadRun {
+            name: entry.name.clone(),
+            story: w.map(|w| w.story.clone()).unwrap_or_default(),
+            expects: w.map(|w| w.expects.clone()).unwrap_or_default(),
+            run,
+            analysis,
+        });
+    }
+    let board = scoreboard::score(&runs);
+    let heatmap = dir.join("heatmap.png");
+    let heat = match scoreboard::heatmap(&board, &heatmap) {
+        Ok(()) => Some("heatmap.png"),
+        Err(e) => {
+            notes.push(format!("- the heat map was not drawn: {e:#}"));
+            None
+        }
+    };
+    let mut header = String::new();
+    header.push_str(&format!(
+        "Status **{}** · started {} · {} rounds of {} turns per policy, each server warmed up \
+         alone for {} · every policy at {} of the capacity found with the collector off{}.\n\n",
+        info.status,
+        neurogc_units::utc_text(info.created),
+        info.rounds,
+        neurogc_report::format::seconds(info.turn_s),
+        neurogc_report::format::seconds(info.warmup_s),
+        neurogc_report::format::pct_abs(info.fraction),
+        if info.quick { " · `--quick`" } else { "" }
+    ));
+    header.push_str(&format!(
+        "Command: `{}`  \nMachine: {} × {}, {}; Python {}; neurogc {}.\n\n",
+        info.command.join(" "),
+        info.system.cores.map_or("?".into(), |c| c.to_string()),
+        info.system.cpu_model.as_deref().unwrap_or("?"),
+        info.system.os.as_deref().unwrap_or("?"),
+        info.system
+            .python
+            .as_deref()
+            .and_then(|p| p.split_whitespace().next())
+            .unwrap_or("?"),
+        info.system.neurogc_version.as_deref().unwrap_or("?"),
+    ));
+    if !notes.is_empty() {
+        header.push_str("Not scored:\n\n");
+        for n in &notes {
+            header.push_str(n);
+            header.push('\n');
+        }
+        header.push('\n');
+    }
+    let md = scoreboard::markdown(&board, &header, heat);
+    let readme = dir.join("README.md");
+    std::fs::write(&readme, md).with_context(|| format!("cannot write {}", readme.display()))?;
+    scoreboard::write_json(&board, &dir.join("scoreboard.json"))?;
+    Ok(readme)
+}

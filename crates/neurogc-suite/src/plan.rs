@@ -1,0 +1,212 @@
+//! What a suite runs: the flags, their defaults (full and `--quick`), and the policy list.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use neurogc_core::policy::PolicySpec;
+use neurogc_units::parse_duration;
+
+/// The fixed recipes users apply today, the bound, and the seed's model: the default policies.
+pub const DEFAULT_POLICIES: &[&str] = &[
+    "default",
+    "freeze",
+    "threshold:50000,20,20",
+    "threshold:50000,500,1000",
+    "periodic:1",
+    "periodic:5",
+    "periodic:10",
+    "gc-off",
+    SEED_PER_WORKLOAD,
+];
+
+/// `neurogc-seed` without a model: a model trained on each workload's own collect run.
+pub const SEED_PER_WORKLOAD: &str = "neurogc-seed";
+
+/// `neurogc suite`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SuiteArgs {
+    /// The same workloads and policies, fewer and shorter rounds (about 10 minutes).
+    #[arg(long)]
+    pub quick: bool,
+    /// Workloads to run, comma-separated [default: all bundled ones, `python -m neurogc.workloads list`].
+    #[arg(long, value_name = "W,...", value_delimiter = ',')]
+    pub workloads: Vec<String>,
+    /// Policies, comma-separated (commas inside a spec stay with it: `default,threshold:50000,20,20`).
+    /// `neurogc-seed` alone trains the seed's LSTM on each workload's own collect run.
+    /// [default: default, freeze, threshold:50000,20,20, threshold:50000,500,1000, periodic:1,
+    /// periodic:5, periodic:10, gc-off (the bound), neurogc-seed]
+    #[arg(long, value_name = "P,...")]
+    pub policies: Option<String>,
+    /// Rounds per workload: each policy gets one turn per round [default: 5, --quick 2].
+    #[arg(long, value_name = "N")]
+    pub repeat: Option<u32>,
+    /// The length of a turn [default: 6s, --quick 3s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub turn: Option<Duration>,
+    /// Each server's warm-up, alone, before the rounds [default: 6s, --quick 3s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub warmup: Option<Duration>,
+    /// Every policy runs at this share of the capacity found with the collector off.
+    #[arg(long, value_name = "F", default_value_t = 0.6)]
+    pub fraction: f64,
+    /// Parent of the suite's directory (runs/<timestamp>-suite/).
+    #[arg(long, value_name = "DIR", default_value = "runs")]
+    pub runs_dir: PathBuf,
+    /// The suite's name.
+    #[arg(long, value_name = "NAME", default_value = "suite")]
+    pub name: String,
+    /// Python with `neurogc` installed [default: the project's .venv].
+    #[arg(long, value_name = "PATH")]
+    pub python: Option<PathBuf>,
+}
+
+/// The settings a suite runs with, defaults applied.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    pub rounds: u32,
+    pub turn: Duration,
+    pub warmup: Duration,
+    pub probe: Duration,
+    pub collect: Duration,
+    pub epochs: usize,
+    pub fraction: f64,
+    pub policies: Vec<String>,
+}
+
+impl Plan {
+    pub fn from_args(a: &SuiteArgs) -> Result<Plan> {
+        let quick = a.quick;
+        let pick = |x: Option<Duration>, full: u64, q: u64| {
+            x.unwrap_or(Duration::from_secs(if quick { q } else { full }))
+        };
+        let plan = Plan {
+            rounds: a.repeat.unwrap_or(if quick { 2 } else { 5 }),
+            turn: pick(a.turn, 6, 3),
+            warmup: pick(a.warmup, 6, 3),
+            probe: Duration::from_secs_f64(if quick { 1.5 } else { 3.0 }),
+            collect: Duration::from_secs(if quick { 8 } else { 20 }),
+            epochs: if quick { 10 } else { 30 },
+            fraction: a.fraction,
+            policies: match &a.policies {
+                Some(text) => split_policies(text)?,
+                None => DEFAULT_POLICIES.iter().map(|s| s.to_string()).collect(),
+            },
+        };
+        if !(1..=100).contains(&plan.rounds) {
+            bail!("--repeat {} must be between 1 and 100 rounds", plan.rounds);
+        }
+        if plan.turn < Duration::from_secs(1) {
+            bail!("--turn {:?} must be at least 1s", plan.turn);
+        }
+        if !(plan.fraction > 0.0 && plan.fraction <= 1.0) {
+            bail!("--fraction {} must be in (0, 1]", plan.fraction);
+        }
+        Ok(plan)
+    }
+
+    /// Whether a model is trained per workload.
+    pub fn trains_seed_models(&self) -> bool {
+        self.policies.iter().any(|p| p == SEED_PER_WORKLOAD)
+    }
+}
+
+/// Splits `default,threshold:50000,20,20,periodic:5` into policies: a comma starts a new
+/// policy only where a known policy name (or `LABEL=`) follows. Each policy is checked;
+/// an unknown one is an error naming it and the known ones.
+pub fn split_policies(text: &str) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for part in text.split(',').map(str::trim) {
+        // A number (`20`) or an option (`rss=512M`) continues the policy before it; anything
+        // else (`freeze`, `LABEL=SPEC`, a typo) starts one.
+        let option = part.split_once('=').is_some_and(|(k, v)| {
+            policy_name(v).is_none() && k.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+        });
+        let starts_policy = !(option || part.starts_with(|c: char| c.is_ascii_digit()));
+        match out.last_mut() {
+            Some(prev) if !starts_policy => {
+                prev.push(',');
+                prev.push_str(part);
+            }
+            _ => out.push(part.to_string()),
+        }
+    }
+    if out.is_empty() || out.iter().any(String::is_empty) {
+        bail!("--policies {text:?}: empty policy");
+    }
+    for p in &out {
+        if p == SEED_PER_WORKLOAD {
+            continue;
+        }
+        // `LABEL=SPEC`, as the bench reads it: a label has no ':' or ','.
+        let spec = match p.split_once('=') {
+            Some((l, s)) if !l.contains([':', ',']) => s,
+            _ => p.as_str(),
+        };
+        spec.parse::<PolicySpec>()
+            .map_err(|e| anyhow::anyhow!("--policies: {e}"))?;
+    }
+    Ok(out)
+}
+
+/// The policy name `part` starts with, if it is one this build knows.
+fn policy_name(part: &str) -> Option<&str> {
+    let name = part.split(':').next()?;
+    const NAMES: &[&str] = &[
+        "default",
+        "threshold",
+        "periodic",
+        "freeze",
+        "gc-off",
+        "neurogc-seed",
+        "neurogc",
+    ];
+    NAMES.contains(&name).then_some(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commas_inside_specs_stay_with_them() {
+        assert_eq!(
+            split_policies("default, threshold:50000,20,20,periodic:5,gc-off").unwrap(),
+            ["default", "threshold:50000,20,20", "periodic:5", "gc-off"]
+        );
+        assert_eq!(
+            split_policies("periodic:10,rss=512M,freeze").unwrap(),
+            ["periodic:10,rss=512M", "freeze"]
+        );
+        assert_eq!(split_policies("neurogc-seed").unwrap(), ["neurogc-seed"]);
+    }
+
+    #[test]
+    fn unknown_policies_are_clear_errors() {
+        let e = split_policies("default,sometimes").unwrap_err().to_string();
+        assert!(e.contains("\"sometimes\"") && e.contains("known:"), "{e}");
+        let e = split_policies("threshold:abc").unwrap_err().to_string();
+        assert!(e.contains("threshold:abc"), "{e}");
+    }
+
+    #[test]
+    fn quick_is_shorter() {
+        let args = |quick| SuiteArgs {
+            quick,
+            workloads: vec![],
+            policies: None,
+            repeat: None,
+            turn: None,
+            warmup: None,
+            fraction: 0.6,
+            runs_dir: "runs".into(),
+            name: "suite".into(),
+            python: None,
+        };
+        let full = Plan::from_args(&args(false)).unwrap();
+        let quick = Plan::from_args(&args(true)).unwrap();
+        assert!(quick.rounds < full.rounds && quick.turn < full.turn);
+        assert_eq!(quick.policies, full.policies);
+        assert!(full.trains_seed_models());
+    }
+}
