@@ -153,7 +153,7 @@ fn probe_policy(
     if let Some(mut hi) = bad {
         for _ in 0..2 {
             // Let the queue the failed probe built drain before the next one.
-            proc::sleep_unless_interrupted(Duration::from_secs(2));
+            drain(session, &hosts[0]);
             let mid = round_rate((lo * hi).sqrt());
             if mid <= lo || mid >= hi {
                 break;
@@ -171,6 +171,31 @@ fn probe_policy(
         probes,
         sustainable_rps: lo,
     })
+}
+
+/// Waits (up to 30 s) until the server answers its health path promptly twice in a row: an
+/// overloaded server keeps working through the requests queued before the probe stopped.
+fn drain(session: &Session, url: &str) {
+    let Some(addr) = url
+        .trim_start_matches("http://")
+        .parse::<std::net::SocketAddr>()
+        .ok()
+    else {
+        proc::sleep_unless_interrupted(Duration::from_secs(2));
+        return;
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut prompt = 0;
+    while prompt < 2 && std::time::Instant::now() < deadline && !proc::interrupted() {
+        let t = std::time::Instant::now();
+        let ok = crate::http::get_status(addr, &session.health, Duration::from_secs(5)).is_ok();
+        prompt = if ok && t.elapsed() < Duration::from_millis(50) {
+            prompt + 1
+        } else {
+            0
+        };
+        proc::sleep_unless_interrupted(Duration::from_millis(500));
+    }
 }
 
 /// The latency a probe is judged against: the lowest p50 and p99 of the sustained probes so far

@@ -232,10 +232,13 @@ impl Comparison {
             .is_some_and(|c| c == 0.0 || c.abs() < floor.relative)
     }
 
-    /// Which way the candidate's median moved (paired: the median of the per-pair changes).
+    /// Which way the candidate's median moved (paired: the median per-pair ratio against 1, or
+    /// without ratios the median per-pair difference against 0).
     pub fn direction(&self) -> Direction {
         if self.is_paired {
-            let d = self.difference.estimate;
+            let d = self
+                .ratio
+                .map_or(self.difference.estimate, |r| r.estimate - 1.0);
             return if d < 0.0 {
                 Direction::Lower
             } else if d > 0.0 {

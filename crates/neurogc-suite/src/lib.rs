@@ -162,7 +162,6 @@ pub fn run(args: &SuiteArgs) -> Result<SuiteDone> {
             break;
         }
     }
-    let readme = write_scoreboard(&dir, &info, &chosen)?;
     info.finished = Some(neurogc_units::unix_now());
     info.status = match outcome {
         Outcome::Complete
@@ -177,6 +176,7 @@ pub fn run(args: &SuiteArgs) -> Result<SuiteDone> {
         Outcome::Interrupted => RunStatus::Interrupted,
     };
     save(&info)?;
+    let readme = write_scoreboard(&dir, &info, &chosen)?;
     eprintln!(
         "neurogc suite: done in {}; scoreboard {}",
         minutes(started.elapsed().as_secs_f64()),

@@ -10,7 +10,8 @@ use neurogc_units::parse_duration;
 /// The fixed recipes users apply today, the bound, and the seed's model: the default policies.
 pub const DEFAULT_POLICIES: &[&str] = &[
     "default",
-    "freeze",
+    // Frozen 3 s after start: within every server's warm-up (warm-ups are at least 4 s).
+    "freeze:3",
     "threshold:50000,20,20",
     "threshold:50000,500,1000",
     "periodic:1",
@@ -34,7 +35,7 @@ pub struct SuiteArgs {
     pub workloads: Vec<String>,
     /// Policies, comma-separated (commas inside a spec stay with it: `default,threshold:50000,20,20`).
     /// `neurogc-seed` alone trains the seed's LSTM on each workload's own collect run.
-    /// [default: default, freeze, threshold:50000,20,20, threshold:50000,500,1000, periodic:1,
+    /// [default: default, freeze:3, threshold:50000,20,20, threshold:50000,500,1000, periodic:1,
     /// periodic:5, periodic:10, gc-off (the bound), neurogc-seed]
     #[arg(long, value_name = "P,...")]
     pub policies: Option<String>,
@@ -44,7 +45,7 @@ pub struct SuiteArgs {
     /// The length of a turn [default: 6s, --quick 3s].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub turn: Option<Duration>,
-    /// Each server's warm-up, alone, before the rounds [default: 6s, --quick 3s].
+    /// Each server's warm-up, alone, before the rounds [default: 6s, --quick 4s].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub warmup: Option<Duration>,
     /// Every policy runs at this share of the capacity found with the collector off.
@@ -83,7 +84,7 @@ impl Plan {
         let plan = Plan {
             rounds: a.repeat.unwrap_or(if quick { 2 } else { 5 }),
             turn: pick(a.turn, 6, 3),
-            warmup: pick(a.warmup, 6, 3),
+            warmup: pick(a.warmup, 6, 4),
             probe: Duration::from_secs_f64(if quick { 1.5 } else { 3.0 }),
             collect: Duration::from_secs(if quick { 8 } else { 20 }),
             epochs: if quick { 10 } else { 30 },
