@@ -22,17 +22,9 @@ import os
 import sys
 from typing import Any
 
-from . import WORKLOADS, UnknownWorkload, Workload, get, tasks_path
+from . import WORKLOADS, UnknownWorkload, Workload, _env, get, tasks_path
 
 PROG = "python -m neurogc.workloads"
-
-# The environment through which `serve` hands the agent's options to the gunicorn worker.
-ENV_AGENT = "NEUROGC_WORKLOAD_AGENT"  # "0": no agent
-ENV_POLICY = "NEUROGC_WORKLOAD_POLICY"
-ENV_INTERVAL = "NEUROGC_WORKLOAD_INTERVAL"
-ENV_CSV = "NEUROGC_WORKLOAD_CSV"
-ENV_GC_EVENTS_CSV = "NEUROGC_WORKLOAD_GC_EVENTS_CSV"
-ENV_OPTIONS = "NEUROGC_WORKLOAD_OPTIONS"  # JSON object of create_app options
 
 
 class UsageError(Exception):
@@ -208,11 +200,11 @@ def serve_wsgi(w: Workload, args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     env = dict(os.environ)
-    env[ENV_AGENT] = "0" if args.no_agent else "1"
-    env[ENV_POLICY] = args.policy
-    env[ENV_INTERVAL] = repr(args.interval)
-    env[ENV_OPTIONS] = json.dumps(options)
-    for key, value in ((ENV_CSV, args.csv), (ENV_GC_EVENTS_CSV, args.gc_events_csv)):
+    env[_env.AGENT] = "0" if args.no_agent else "1"
+    env[_env.POLICY] = args.policy
+    env[_env.INTERVAL] = repr(args.interval)
+    env[_env.OPTIONS] = json.dumps(options)
+    for key, value in ((_env.CSV, args.csv), (_env.GC_EVENTS_CSV, args.gc_events_csv)):
         if value is None:
             env.pop(key, None)
         else:

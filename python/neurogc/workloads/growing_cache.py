@@ -269,11 +269,11 @@ def create_app(
     state = SessionCache(sessions, items, fragment, products, recommend)
     app = new_app("NeuroGC workload: growing-cache", state.build, state.release)
 
-    @app.get("/login")
+    @app.post("/login")
     async def login() -> dict[str, Any]:
         return state.new_session()
 
-    @app.get("/cart")
+    @app.post("/cart")
     async def cart() -> dict[str, Any]:
         return state.add_to_cart()
 
