@@ -411,6 +411,9 @@ pub struct SuiteInfo {
     pub warmup_s: f64,
     /// Every policy runs at this share of the capacity found with the collector off.
     pub fraction: f64,
+    /// `--rate`: a fixed rate for every workload instead (no capacity search).
+    #[serde(default)]
+    pub rate: Option<f64>,
     /// The policies as given (`neurogc-seed` alone: a model trained per workload).
     pub policies: Vec<String>,
     pub workloads: Vec<SuiteWorkload>,

@@ -57,7 +57,11 @@ fn select(all: Vec<Workload>, names: &[String]) -> Result<Vec<Workload>> {
 /// Seconds a workload is expected to take, for the ETA (start-up ~2 s per server).
 fn estimate_s(plan: &Plan, policies: usize) -> f64 {
     let n = policies as f64;
-    let capacity = 8.0 * plan.probe.as_secs_f64() + plan.warmup.as_secs_f64() + 6.0;
+    let capacity = if plan.rate.is_some() {
+        0.0
+    } else {
+        8.0 * plan.probe.as_secs_f64() + plan.warmup.as_secs_f64() + 6.0
+    };
     let seed = if plan.trains_seed_models() {
         plan.collect.as_secs_f64() + 12.0
     } else {
@@ -99,6 +103,7 @@ pub fn run(args: &SuiteArgs) -> Result<SuiteDone> {
         turn_s: plan.turn.as_secs_f64(),
         warmup_s: plan.warmup.as_secs_f64(),
         fraction: plan.fraction,
+        rate: plan.rate,
         policies: plan.policies.clone(),
         workloads: Vec::new(),
         system: neurogc_bench::system::read(Some(&python)),
@@ -245,7 +250,7 @@ fn run_workload(
     b.slice = plan.turn;
     b.duration = plan.turn * plan.rounds;
     b.warmup = plan.warmup;
-    b.load.rate = Some("auto".into());
+    b.load.rate = Some(plan.rate.map_or("auto".into(), |r| r.to_string()));
     b.rate_fraction = plan.fraction;
     b.rate_start = 10.0;
     b.probe_time = plan.probe;
@@ -339,15 +344,21 @@ fn write_scoreboard(dir: &Path, info: &SuiteInfo, chosen: &[Workload]) -> Result
         }
     };
     let mut header = String::new();
+    let load = match info.rate {
+        Some(r) => format!("every policy at a fixed {r} req/s (no capacity search)"),
+        None => format!(
+            "every policy at {} of the capacity found with the collector off",
+            neurogc_report::format::pct_abs(info.fraction)
+        ),
+    };
     header.push_str(&format!(
         "Status **{}** · started {} · {} rounds of {} turns per policy, each server warmed up \
-         alone for {} · every policy at {} of the capacity found with the collector off{}.\n\n",
+         alone for {} · {load}{}.\n\n",
         info.status,
         neurogc_units::utc_text(info.created),
         info.rounds,
         neurogc_report::format::seconds(info.turn_s),
         neurogc_report::format::seconds(info.warmup_s),
-        neurogc_report::format::pct_abs(info.fraction),
         if info.quick { " · `--quick`" } else { "" }
     ));
     header.push_str(&format!(

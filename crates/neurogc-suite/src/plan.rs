@@ -51,6 +51,10 @@ pub struct SuiteArgs {
     /// Every policy runs at this share of the capacity found with the collector off.
     #[arg(long, value_name = "F", default_value_t = 0.6)]
     pub fraction: f64,
+    /// A fixed rate (requests per second) for every workload instead of a share of its
+    /// capacity: skips the capacity search (quick checks; the scoreboard says so).
+    #[arg(long, value_name = "RPS")]
+    pub rate: Option<f64>,
     /// Parent of the suite's directory (runs/<timestamp>-suite/).
     #[arg(long, value_name = "DIR", default_value = "runs")]
     pub runs_dir: PathBuf,
@@ -72,6 +76,8 @@ pub struct Plan {
     pub collect: Duration,
     pub epochs: usize,
     pub fraction: f64,
+    /// A fixed rate instead of a share of each workload's capacity.
+    pub rate: Option<f64>,
     pub policies: Vec<String>,
 }
 
@@ -89,6 +95,7 @@ impl Plan {
             collect: Duration::from_secs(if quick { 8 } else { 20 }),
             epochs: if quick { 10 } else { 30 },
             fraction: a.fraction,
+            rate: a.rate,
             policies: match &a.policies {
                 Some(text) => split_policies(text)?,
                 None => DEFAULT_POLICIES.iter().map(|s| s.to_string()).collect(),
@@ -102,6 +109,9 @@ impl Plan {
         }
         if !(plan.fraction > 0.0 && plan.fraction <= 1.0) {
             bail!("--fraction {} must be in (0, 1]", plan.fraction);
+        }
+        if plan.rate.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
+            bail!("--rate must be a number of requests per second above 0");
         }
         Ok(plan)
     }
@@ -200,6 +210,7 @@ mod tests {
             turn: None,
             warmup: None,
             fraction: 0.6,
+            rate: None,
             runs_dir: "runs".into(),
             name: "suite".into(),
             python: None,
