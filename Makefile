@@ -22,7 +22,7 @@ PY_SOURCES := $(shell find python -name '*.py' 2>/dev/null) pyproject.toml
 WHEEL_STAMP := target/wheels/.built
 
 
-.PHONY: setup demo test test-matrix test-rust test-python test-python-versions test-web lint fmt bench bench-load bench-models clean system-packages
+.PHONY: setup demo test test-matrix test-slow test-rust test-python test-python-versions test-web lint fmt bench bench-load bench-models clean system-packages
 
 setup: system-packages $(NPM_STAMP) $(VENV)/.deps $(VENV)/.neurogc $(VENV)/bin/neurogc
 
@@ -67,8 +67,8 @@ demo: setup
 # The README's test command: lint, Rust, Python 3.11 end to end, the dashboard in Chromium.
 test: setup lint test-rust test-python test-web
 
-# What CI runs after `make test`: the same Python suite on the other interpreters.
-test-matrix: test-python-versions
+# What CI runs after `make test`: the slow tests, the Python suite on the other interpreters.
+test-matrix: test-slow test-python-versions
 
 lint: setup
 	$(CARGO) fmt --all -- --check
@@ -81,7 +81,11 @@ test-rust: $(NPM_STAMP)
 	$(CARGO) test --release -q --workspace --exclude neurogc-agent
 
 test-python: setup
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m pytest -q tests
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m pytest -q -m "not slow" tests
+
+# Tests that measure for minutes (CI runs them after `make test`).
+test-slow: setup
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m pytest -q -m slow tests
 
 # The same suite on the other interpreters pyenv provides; skipped (and said so) where absent.
 test-python-versions: $(WHEEL_STAMP)
@@ -93,7 +97,7 @@ test-python-versions: $(WHEEL_STAMP)
 	  test -f $$venv/.deps-orm || { $$venv/bin/python -m pip install -q pytest fastapi uvicorn flask gunicorn && touch $$venv/.deps-orm; } || exit 1; \
 	  $$venv/bin/python -m pip install -q --force-reinstall --no-deps target/wheels/neurogc-*.whl || exit 1; \
 	  echo "== Python $$v"; \
-	  PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $$venv/bin/python -m pytest -q -p no:cacheprovider tests || exit 1; \
+	  PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $$venv/bin/python -m pytest -q -p no:cacheprovider -m "not slow" tests || exit 1; \
 	done
 
 # The dashboard in a real headless Chromium (playwright-core), against the release binary.

@@ -1,0 +1,103 @@
+"""`neurogc suite` end to end: real workloads, real agent, real load generator, the scoreboard."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+from test_bench_e2e import no_process_mentions, png_decodes
+
+NEUROGC = REPO / "target" / "release" / "neurogc"
+
+
+def neurogc(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([str(NEUROGC), *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_two_workloads_by_two_policies_give_a_complete_scoreboard(tmp_path):
+    out = neurogc(
+        "suite", "--workloads", "seed,large-heap", "--policies", "default,freeze:1",
+        "--repeat", "2", "--turn", "1s", "--warmup", "1500ms", "--rate", "30",
+        "--runs-dir", str(tmp_path),
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "ETA" in out.stderr, "a progress line with the suite's ETA"
+    (suite,) = [d for d in tmp_path.iterdir() if d.is_dir()]
+    info = json.loads((suite / "suite.json").read_text())
+    assert info["status"] == "complete"
+    assert [w["name"] for w in info["workloads"]] == ["seed", "large-heap"]
+    board = json.loads((suite / "scoreboard.json").read_text())
+    for w, entry in zip(board["workloads"], info["workloads"]):
+        assert w["best_fixed"] in ("default", "freeze:1"), w
+        cells = {c["label"]: c for c in w["cells"]}
+        assert set(cells) == {"default", "freeze:1"}
+        for c in cells.values():
+            assert c["kind"] == "fixed" and c["rounds"] == 2, c
+            assert c["p99_ms"]["median"] > 0 and c["rss_peak_mib"]["median"] > 10
+            assert c["cpu_ms_per_request"]["median"] > 0
+            assert c["to_best"]["estimate"] > 0
+        assert cells[w["best_fixed"]]["to_best"]["estimate"] == 1.0
+        # Each workload is a turns bench: two trials, one turn line per round.
+        run = suite / entry["run"]
+        run_info = json.loads((run / "run.json").read_text())
+        assert run_info["mode"] == "turns" and run_info["app"]["workload"] == w["name"]
+        for t in run_info["trials"]:
+            lines = (run / t["dir"] / "load.jsonl").read_text().splitlines()
+            turns = [json.loads(x) for x in lines if '"type":"turn"' in x]
+            assert [x["turn"] for x in turns] == [0, 1], t
+        assert (run / "README.md").exists()
+    readme = (suite / "README.md").read_text()
+    assert "## Scoreboard: p99 against the best fixed policy of each workload" in readme
+    assert "| seed |" in readme and "| large-heap |" in readme
+    assert "## Is one fixed policy best on every workload?" in readme
+    assert "fixed 30 req/s" in readme
+    assert png_decodes(suite / "heatmap.png")[0] > 300
+    assert no_process_mentions(str(suite)) == []
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--workloads", "seed,nope"], 'unknown workload "nope"; known: seed, large-heap'),
+        (["--policies", "default,sometimes"], '"sometimes"'),
+        (["--policies", "threshold:abc"], "threshold:abc"),
+        (["--fraction", "2"], "--fraction 2"),
+    ],
+)
+def test_bad_input_is_a_clear_error(tmp_path, args, message):
+    started = time.monotonic()
+    out = neurogc("suite", *args, "--runs-dir", str(tmp_path), timeout=60)
+    assert out.returncode == 2, (out.returncode, out.stderr)
+    assert message in out.stderr, out.stderr
+    assert time.monotonic() - started < 15
+    assert not any(tmp_path.iterdir()), "nothing started, nothing written"
+
+
+@pytest.mark.slow
+def test_rate_auto_finds_the_same_capacity_with_long_pauses_as_with_gc_off(tmp_path):
+    """Capacity is the service's: probed under the default policy, whose full collections of
+    the large heap pause it for hundreds of ms, it is the GC-off server's within 20 %."""
+    found = {}
+    for policy in ("gc-off", "default"):
+        runs = tmp_path / policy
+        out = neurogc(
+            "bench", "--workload", "large-heap", "--policy", "default", "--rate", "auto",
+            "--rate-policy", policy, "--rate-start", "40", "--probe-time", "5s",
+            "--repeat", "1", "--duration", "1s", "--warmup", "3s",
+            "--runs-dir", str(runs), "--no-dashboard", "--no-report", timeout=400,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        (run,) = [d for d in runs.iterdir() if d.is_dir()]
+        search = json.loads((run / "rate-search.json").read_text())
+        found[policy] = search["sustainable_rps"]
+        if policy == "default":
+            # Its probes did see long pauses, and were not judged by them.
+            gc = (run / "rate-search" / "default" / "gc-events.csv").read_text().splitlines()
+            full = [float(r.split(",")[2]) for r in gc[1:] if r.split(",")[1] == "2"]
+            assert max(full) > 100, full
+    assert found["default"] == pytest.approx(found["gc-off"], rel=0.2), found
