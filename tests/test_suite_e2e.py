@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
-from conftest import REPO
-
 from test_bench_e2e import no_process_mentions, png_decodes
+
+from conftest import REPO
 
 NEUROGC = REPO / "target" / "release" / "neurogc"
 
