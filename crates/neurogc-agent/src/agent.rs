@@ -255,6 +255,7 @@ impl NativeAgent {
         if !shared.serves_requests.load(Ordering::Relaxed) {
             shared.serves_requests.store(true, Ordering::Relaxed);
         }
+        shared.arrivals.record(shared.origin.ns());
         shared.in_flight.fetch_add(1, Ordering::Relaxed);
         shared.epochs.token()
     }

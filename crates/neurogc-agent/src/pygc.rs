@@ -3,7 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
-use neurogc_core::policy::{GcControl, GcError};
+use neurogc_core::policy::{Collector, GcControl, GcError};
 use pyo3::prelude::*;
 use pyo3::types::PyModule;
 
@@ -86,6 +86,36 @@ impl GcControl for PyGc<'_, '_> {
 
     fn freeze(&mut self) -> Result<(), GcError> {
         self.gc.call_method0("freeze").map(|_| ()).map_err(rendered)
+    }
+
+    fn unfreeze(&mut self) -> Result<(), GcError> {
+        self.gc
+            .call_method0("unfreeze")
+            .map(|_| ())
+            .map_err(rendered)
+    }
+
+    fn collector(&mut self) -> Result<Collector, GcError> {
+        let py = self.gc.py();
+        let sys = py.import("sys").map_err(rendered)?;
+        // Free-threaded: sys._is_gil_enabled() exists (3.13+) and says False.
+        if let Ok(f) = sys.getattr("_is_gil_enabled") {
+            if !f.call0().and_then(|v| v.extract::<bool>()).unwrap_or(true) {
+                return Ok(Collector::FreeThreaded);
+            }
+        }
+        let v: (u32, u32, u32) = sys
+            .getattr("version_info")
+            .and_then(|v| {
+                v.get_item(0)
+                    .and_then(|a| Ok((a, v.get_item(1)?, v.get_item(2)?)))
+            })
+            .and_then(|(a, b, c)| Ok((a.extract()?, b.extract()?, c.extract()?)))
+            .map_err(rendered)?;
+        Ok(match v {
+            (3, 14, micro) if micro <= 4 => Collector::Incremental,
+            _ => Collector::Generational,
+        })
     }
 }
 

@@ -14,6 +14,7 @@ use neurogc_core::gcstats::{GcEvent, GcWindow};
 use neurogc_core::policy::{Action, GcControl, Observation, Policy};
 use neurogc_core::process::{ProcessCounters, ProcessReader};
 use neurogc_core::sample::Sample;
+use neurogc_core::traffic::Traffic;
 use pyo3::prelude::*;
 
 use crate::logging;
@@ -141,25 +142,61 @@ impl Sampler {
         }
     }
 
-    /// A tick between samples (the guard's checks, a periodic collection).
+    /// A tick between samples (the guard's checks, a periodic collection, the scheduler's
+    /// decisions). The policy is asked first without the interpreter; it is attached to only
+    /// when the policy is ready to act.
     fn policy_tick(&mut self) -> Result<Interpreter, String> {
         let rss = neurogc_core::process::read_rss_bytes(&self.reader.proc_dir(std::process::id()));
-        let attached = Python::try_attach(|py| self.decide(py, rss));
+        let arrivals = self.arrivals();
+        let detached = Observation {
+            elapsed: self.started.elapsed(),
+            rss_bytes: rss,
+            traffic: self.traffic(&arrivals),
+            ..Observation::default()
+        };
+        if !self.policy.ready(&detached) {
+            return Ok(Interpreter::Alive);
+        }
+        let attached = Python::try_attach(|py| self.decide(py, detached));
         match attached {
             None => Ok(Interpreter::Gone),
             Some(r) => r.map(|_| Interpreter::Alive),
         }
     }
 
+    /// Recent arrivals (empty where no middleware feeds requests).
+    fn arrivals(&self) -> Vec<u64> {
+        if self.shared.serves_requests.load(Ordering::Relaxed) {
+            self.shared.arrivals.snapshot()
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// The traffic now, where a middleware counts it.
+    fn traffic<'a>(&self, arrivals: &'a [u64]) -> Option<Traffic<'a>> {
+        self.shared
+            .serves_requests
+            .load(Ordering::Relaxed)
+            .then(|| Traffic {
+                in_flight: self.shared.in_flight.load(Ordering::Relaxed),
+                now_ns: self.shared.origin.ns(),
+                arrivals,
+            })
+    }
+
     /// Lets the policy act at a tick between samples.
-    fn decide(&mut self, py: Python<'_>, rss: Option<u64>) -> Result<(), String> {
+    fn decide(&mut self, py: Python<'_>, detached: Observation<'_>) -> Result<(), String> {
         let shared = self.shared.clone();
         let mut gc = PyGc::new(py, &shared)?;
         let obs = Observation {
-            elapsed: self.started.elapsed(),
-            rss_bytes: rss,
             gc_count: gc.count()?,
-            sample: None,
+            // In flight now, not when the policy was asked.
+            traffic: detached.traffic.map(|t| Traffic {
+                in_flight: self.shared.in_flight.load(Ordering::Relaxed),
+                ..t
+            }),
+            ..detached
         };
         self.act(&mut gc, &obs)
     }
@@ -293,11 +330,13 @@ impl Sampler {
         let mut gc = PyGc::new(py, &shared)?;
         sample.gc_count = gc.count()?;
         sample.gc_enabled = gc.is_enabled()?;
+        let arrivals = self.arrivals();
         let obs = Observation {
             elapsed: self.started.elapsed(),
             rss_bytes: sample.rss_bytes,
             gc_count: sample.gc_count,
             sample: Some(sample),
+            traffic: self.traffic(&arrivals),
         };
         self.act(&mut gc, &obs)?;
         if let Some(decision) = self.policy.last_decision() {
@@ -327,7 +366,7 @@ pub fn start_policy(
         elapsed: Duration::ZERO,
         rss_bytes: reader.read().rss_bytes,
         gc_count: gc.count()?,
-        sample: None,
+        ..Observation::default()
     };
     policy.start(&mut gc, &obs)
 }

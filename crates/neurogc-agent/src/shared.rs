@@ -11,6 +11,7 @@ use neurogc_core::latency::RequestWindow;
 use neurogc_core::overlap::GcEpochs;
 use neurogc_core::prometheus::AgentTotals;
 use neurogc_core::sample::Sample;
+use neurogc_core::traffic::ArrivalRing;
 pub use neurogc_units::unix_now;
 
 /// A collection whose "start" callback has fired but not its "stop".
@@ -41,6 +42,9 @@ pub struct Shared {
     pub in_flight: AtomicI64,
     /// A middleware feeds this agent requests: without one, request columns are unmeasured.
     pub serves_requests: AtomicBool,
+    /// Recent request arrivals, on `origin`'s clock (the scheduler's quiet windows).
+    pub arrivals: ArrivalRing,
+    pub origin: Origin,
     /// Collection epochs, for the requests that overlapped a collection.
     pub epochs: GcEpochs,
     /// Set while the sampler runs a collection for the policy, so the callback can attribute it.
@@ -52,6 +56,22 @@ pub struct Shared {
     failed_flag: AtomicBool,
     failure: Mutex<Option<String>>,
     pub fault: AtomicU8,
+}
+
+/// The origin of the arrivals' clock: when the shared state was made.
+pub struct Origin(Instant);
+
+impl Default for Origin {
+    fn default() -> Self {
+        Origin(Instant::now())
+    }
+}
+
+impl Origin {
+    /// Nanoseconds since the origin.
+    pub fn ns(&self) -> u64 {
+        self.0.elapsed().as_nanos() as u64
+    }
 }
 
 /// Locks ignoring poison: a panic elsewhere must not cascade into every later caller.

@@ -8,6 +8,7 @@
 //! - [`policy`]: the GC policies, their spec strings, and the memory guard.
 //! - [`csv_sink`]: the append-only, flushed CSV writer (samples, GC events).
 //! - [`prometheus`]: the text exposition of the agent's counters.
+//! - [`traffic`]: request arrivals and the chance of a quiet window, for the scheduler.
 //!
 //! Python lives elsewhere: the agent crate implements [`policy::GcControl`] over CPython's `gc`
 //! module, and this crate stays testable with plain `cargo test`.
@@ -20,3 +21,4 @@ pub mod policy;
 pub mod process;
 pub mod prometheus;
 pub mod sample;
+pub mod traffic;

@@ -34,6 +34,9 @@ impl GcControl for CountingGc {
     fn freeze(&mut self) -> Result<(), GcError> {
         Ok(())
     }
+    fn unfreeze(&mut self) -> Result<(), GcError> {
+        Ok(())
+    }
 }
 
 #[test]

@@ -7,6 +7,7 @@
 //! is wrapped in a [`guard::MemoryGuard`], so memory cannot grow without bound.
 
 pub mod guard;
+pub mod scheduler;
 pub mod seed;
 mod simple;
 pub mod spec;
@@ -14,6 +15,7 @@ pub mod spec;
 use std::time::Duration;
 
 pub use guard::{GuardConfig, MemoryGuard};
+pub use scheduler::{Scheduler, SchedulerConfig};
 pub use seed::SeedPolicy;
 pub use simple::{DefaultPolicy, FreezePolicy, GcOffPolicy, PeriodicPolicy, ThresholdPolicy};
 pub use spec::{PolicySpec, SpecError};
@@ -31,6 +33,12 @@ pub trait GcControl {
     fn set_threshold(&mut self, threshold: [u64; 3]) -> Result<(), GcError>;
     /// Moves every tracked object to the permanent generation (`gc.freeze()`).
     fn freeze(&mut self) -> Result<(), GcError>;
+    /// Moves the permanent generation back into the oldest one (`gc.unfreeze()`).
+    fn unfreeze(&mut self) -> Result<(), GcError>;
+    /// Which collector the interpreter runs.
+    fn collector(&mut self) -> Result<Collector, GcError> {
+        Ok(Collector::Generational)
+    }
 }
 
 /// What a policy sees when it is asked to decide.
@@ -39,10 +47,25 @@ pub struct Observation<'a> {
     /// Time since the agent started.
     pub elapsed: Duration,
     pub rss_bytes: Option<u64>,
-    /// `gc.get_count()`.
+    /// `gc.get_count()` (zeros when a policy is asked before attaching, see [`Policy::ready`]).
     pub gc_count: [i64; 3],
     /// The interval's sample, at sample ticks (None at the ticks a policy asked for in between).
     pub sample: Option<&'a crate::sample::Sample>,
+    /// Requests in flight and recent arrivals (None where no middleware counts them).
+    pub traffic: Option<crate::traffic::Traffic<'a>>,
+}
+
+/// How the running interpreter collects, which decides what a policy can control safely.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Collector {
+    /// Three generations (3.8–3.13, 3.14.5+): young collections automatic, full ones by the
+    /// 25 % rule, which `threshold2` can hold back.
+    Generational,
+    /// 3.14.0–3.14.4: young collections scan an increment of the old generation each; no full
+    /// collection can be held back without turning automatic collection off.
+    Incremental,
+    /// Free-threaded builds: every collection scans the whole heap.
+    FreeThreaded,
 }
 
 /// A model-driven policy's latest output and whether it acted on it.
@@ -86,6 +109,12 @@ pub trait Policy: Send {
     /// The model's output at the last sample tick, for policies that have a model.
     fn last_decision(&self) -> Option<Decision> {
         None
+    }
+    /// Asked without the interpreter at the ticks between samples (`gc_count` is not read):
+    /// whether `tick` would act now. A policy that decides often says no cheaply, so the agent
+    /// attaches only to act.
+    fn ready(&mut self, _obs: &Observation) -> bool {
+        true
     }
 }
 
@@ -148,6 +177,10 @@ pub(crate) mod testing {
             self.calls.push("freeze".into());
             Ok(())
         }
+        fn unfreeze(&mut self) -> Result<(), GcError> {
+            self.calls.push("unfreeze".into());
+            Ok(())
+        }
     }
 
     pub fn at(secs: f64) -> Observation<'static> {
@@ -156,6 +189,7 @@ pub(crate) mod testing {
             rss_bytes: Some(100 << 20),
             gc_count: [0, 0, 0],
             sample: None,
+            traffic: None,
         }
     }
 }

@@ -10,14 +10,16 @@ use neurogc_units::{parse_duration, parse_size};
 
 use super::{
     DefaultPolicy, FreezePolicy, GcOffPolicy, GuardConfig, MemoryGuard, PeriodicPolicy, Policy,
-    ThresholdPolicy,
+    Scheduler, SchedulerConfig, ThresholdPolicy,
 };
 
 /// The policies this build knows: the one list that error messages, the command line's help
 /// and the Python package's docstring show.
 pub const KNOWN_POLICIES: &str = "default, threshold:T0[,T1[,T2]], \
      periodic:SECS[,rss=SIZE][,young=COUNT][,check=SECS], freeze[:WARMUP_SECS], \
-     neurogc-seed:MODEL_DIR[,threshold=T], gc-off (a bound for bounded runs, no guard)";
+     neurogc-seed:MODEL_DIR[,threshold=T], \
+     neurogc[,warmup=SECS][,freeze=on|off][,quiet=P][,max_wait=SECS][,growth=F][,rss=SIZE], \
+     gc-off (a bound for bounded runs, no guard)";
 
 /// Default warm-up before `freeze` collects and freezes.
 pub const DEFAULT_FREEZE_WARMUP: Duration = Duration::from_secs(5);
@@ -34,6 +36,8 @@ pub enum PolicySpec {
     Freeze {
         warmup: Duration,
     },
+    /// The learned scheduler: owns the old generation (see [`super::scheduler`]).
+    Neurogc(SchedulerConfig),
     /// Automatic collection off and nothing else: the lower bound of GC cost, for bounded runs
     /// only (no memory guard: memory grows with the garbage). Not a policy for production.
     GcOff,
@@ -78,6 +82,7 @@ impl PolicySpec {
             )),
             PolicySpec::Freeze { warmup } => Box::new(FreezePolicy::new(spec, *warmup)),
             PolicySpec::GcOff => Box::new(GcOffPolicy::new(spec)),
+            PolicySpec::Neurogc(cfg) => Box::new(Scheduler::new(spec, *cfg)),
             PolicySpec::NeurogcSeed { dir, threshold } => {
                 Box::new(super::SeedPolicy::load(spec, dir, *threshold)?)
             }
@@ -94,8 +99,9 @@ impl FromStr for PolicySpec {
             message,
         };
         let trimmed = text.trim();
-        let (name, rest) = match trimmed.split_once(':') {
-            Some((name, rest)) => (name.trim(), Some(rest)),
+        // The name ends at the first ':' (positional values follow) or ',' (options only).
+        let (name, rest) = match trimmed.find([':', ',']) {
+            Some(i) => (trimmed[..i].trim(), Some(&trimmed[i + 1..])),
             None => (trimmed, None),
         };
         let mut positional = Vec::new();
@@ -169,6 +175,16 @@ impl FromStr for PolicySpec {
                     _ => return Err(err("freeze takes at most one warm-up in seconds".into())),
                 };
                 Ok(PolicySpec::Freeze { warmup })
+            }
+            "neurogc" => {
+                if let Some(p) = positional.first() {
+                    return Err(err(format!(
+                        "neurogc takes options only (key=value), not {p:?}; e.g. neurogc,warmup=10s"
+                    )));
+                }
+                parse_scheduler(&options)
+                    .map(PolicySpec::Neurogc)
+                    .map_err(&err)
             }
             "gc-off" => {
                 if !positional.is_empty() {
@@ -245,6 +261,38 @@ fn parse_guard(options: &[(&str, &str)]) -> Result<GuardConfig, String> {
     Ok(guard)
 }
 
+fn parse_scheduler(options: &[(&str, &str)]) -> Result<SchedulerConfig, String> {
+    let mut c = SchedulerConfig::default();
+    let fraction = |key: &str, value: &str| -> Result<f64, String> {
+        match value.parse::<f64>() {
+            Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+            _ => Err(format!("{key}={value:?} must be a number from 0 to 1")),
+        }
+    };
+    for (key, value) in options {
+        match *key {
+            "warmup" => c.warmup = parse_duration(value)?,
+            "freeze" => {
+                c.freeze = match *value {
+                    "on" | "true" | "1" => true,
+                    "off" | "false" | "0" => false,
+                    _ => return Err(format!("freeze={value:?} must be on or off")),
+                }
+            }
+            "quiet" => c.quiet = fraction(key, value)?,
+            "max_wait" => c.max_wait = parse_duration(value)?,
+            "growth" => c.growth = fraction(key, value)?,
+            "rss" => c.rss_budget = Some(parse_size(value)?),
+            other => {
+                return Err(format!(
+                    "unknown option {other:?}; neurogc takes warmup, freeze, quiet, max_wait, growth, rss"
+                ))
+            }
+        }
+    }
+    Ok(c)
+}
+
 /// A GC threshold: a non-negative C int.
 fn parse_gc_int(text: &str) -> Result<u64, String> {
     let v: u64 = text
@@ -298,6 +346,30 @@ mod tests {
         assert_eq!(guard.check_every, Duration::from_millis(100));
         assert!(parse("periodic:1").unwrap().disables_automatic_gc());
         assert_eq!(parse("gc-off").unwrap(), PolicySpec::GcOff);
+        assert_eq!(
+            parse("neurogc").unwrap(),
+            PolicySpec::Neurogc(SchedulerConfig::default())
+        );
+        let PolicySpec::Neurogc(c) =
+            parse("neurogc,warmup=10s,freeze=off,quiet=0.8,max_wait=500ms,growth=0.2,rss=1G")
+                .unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (c.warmup, c.freeze, c.quiet),
+            (Duration::from_secs(10), false, 0.8)
+        );
+        assert_eq!((c.max_wait, c.growth), (Duration::from_millis(500), 0.2));
+        assert_eq!(c.rss_budget, Some(1 << 30));
+        for bad in [
+            "neurogc:models/x",
+            "neurogc,quiet=2",
+            "neurogc,freeze=maybe",
+            "neurogc,speed=1",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
         assert!(parse("gc-off:1").is_err() && parse("gc-off,rss=1G").is_err());
         assert_eq!(
             parse("neurogc-seed:models/lstm,threshold=0.55").unwrap(),
@@ -335,7 +407,7 @@ mod tests {
             ("freeze:1,2", "at most one"),
             ("default:3", "no arguments"),
             ("threshold:700,,10", "empty value"),
-            ("freeze,rss=1G", "unknown policy \"freeze,rss=1G\""),
+            ("freeze,rss=1G", "policy \"freeze\" takes no option \"rss\""),
             ("neurogc-seed", "one model directory"),
             (
                 "neurogc-seed:m,threshold=high",

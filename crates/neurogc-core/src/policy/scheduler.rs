@@ -1,0 +1,637 @@
+//! `neurogc`: the scheduler that owns the old generation.
+//!
+//! CPython's young collections stay automatic; automatic full collections are held back
+//! (`threshold2` set out of reach), and the scheduler runs them itself, at moments it chooses:
+//!
+//! - **freeze** the warm heap once warm-up is over, so later full collections do not scan it;
+//! - **collect** the old generation when what it holds is worth a pause: the memory grown since
+//!   the last full collection passes a share of the live heap (what a full collection can give
+//!   back), or opportunistically when a quiet window makes it free;
+//! - **re-freeze** (unfreeze, collect, freeze) when the frozen part has gone stale: the live
+//!   heap measured after full collections keeps growing past what it was at the freeze, which
+//!   is garbage only an unfrozen collection can free. A re-freeze that gives little back makes
+//!   the next one wait for twice the growth (learned from outcome);
+//! - **choose the moment**: a pause is paid by the requests in flight and those arriving during
+//!   it, so the scheduler waits for nothing in flight and a high chance that the predicted pause
+//!   passes without an arrival ([`crate::traffic`]); a need that finds no quiet window within
+//!   `max_wait` is served anyway.
+//!
+//! Pause costs are learned from its own collections (timed around each call, kept per kind:
+//! full, full after a freeze, re-freeze). A memory guard sits under every decision: RSS above
+//! the budget is collected at once, a frozen heap is unfrozen if that is what it takes, and a
+//! budget live memory exceeds is reported, never raised. On a collector it cannot control
+//! safely (3.14.0–3.14.4's incremental one, free-threaded builds) it observes only, and says so.
+
+use std::time::{Duration, Instant};
+
+use super::{Action, Collector, GcControl, GcError, Observation, Policy};
+
+/// `threshold2` out of reach: CPython never starts a full collection by itself.
+pub const HELD_BACK: u64 = i32::MAX as u64;
+
+/// The scheduler's settings (`neurogc,key=value,...`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SchedulerConfig {
+    /// Warm-up before the heap is frozen.
+    pub warmup: Duration,
+    /// Freeze the warm heap (and re-freeze when stale).
+    pub freeze: bool,
+    /// The smallest chance of a quiet window worth waiting for.
+    pub quiet: f64,
+    /// How long a need may wait for a quiet window.
+    pub max_wait: Duration,
+    /// Growth of memory since the last full collection, as a share of the live heap then, that
+    /// makes one needed.
+    pub growth: f64,
+    /// ... and at least this many bytes.
+    pub min_growth: u64,
+    /// RSS budget (default: twice the RSS at start, and at least 256 MiB above it).
+    pub rss_budget: Option<u64>,
+    /// A full collection in a quiet window is free: take one at most this often.
+    pub opportunistic: Duration,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            warmup: Duration::from_secs(5),
+            freeze: true,
+            quiet: 0.9,
+            max_wait: Duration::from_secs(2),
+            growth: 0.10,
+            min_growth: 16 << 20,
+            rss_budget: None,
+            opportunistic: Duration::from_secs(1),
+        }
+    }
+}
+
+/// A running estimate (exponentially weighted) of one kind of pause.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Estimate {
+    value: Option<f64>,
+}
+
+impl Estimate {
+    const WEIGHT: f64 = 0.3;
+
+    fn new() -> Self {
+        Estimate { value: None }
+    }
+
+    fn add(&mut self, x: f64) {
+        self.value = Some(match self.value {
+            None => x,
+            Some(v) => v + Self::WEIGHT * (x - v),
+        });
+    }
+
+    fn or(&self, prior: f64) -> f64 {
+        self.value.unwrap_or(prior)
+    }
+}
+
+/// What the scheduler is about to do, and why.
+#[derive(Clone, Debug, PartialEq)]
+enum Plan {
+    /// A full collection (`forced`: now, whatever the traffic).
+    Collect { why: String, forced: bool },
+    /// Collect and freeze the warm heap.
+    Freeze,
+    /// Unfreeze, collect, freeze.
+    Refreeze { why: String, forced: bool },
+}
+
+/// The policy.
+pub struct Scheduler {
+    spec: String,
+    cfg: SchedulerConfig,
+    /// Observe only (a collector it cannot control safely).
+    observing: bool,
+    budget: u64,
+    frozen: bool,
+    /// RSS right after the last full collection (the live heap, as far as RSS tells).
+    live_after_full: Option<u64>,
+    /// ... and right after the last freeze.
+    live_at_freeze: Option<u64>,
+    /// Growth past `live_at_freeze` that makes the frozen part stale (doubles when a re-freeze
+    /// gives little back).
+    stale_growth: f64,
+    last_full: Duration,
+    /// Since when a collection has been needed but not yet run.
+    needed_since: Option<Duration>,
+    pause_full: Estimate,
+    pause_frozen: Estimate,
+    pause_refreeze: Estimate,
+    /// Reported once: live memory above the budget.
+    over_budget_said: bool,
+}
+
+/// Pauses assumed before any is measured, ms: a full collection of a fresh heap, and of what a
+/// frozen one leaves.
+const PRIOR_FULL_MS: f64 = 50.0;
+const PRIOR_FROZEN_MS: f64 = 5.0;
+
+impl Scheduler {
+    pub fn new(spec: impl Into<String>, cfg: SchedulerConfig) -> Self {
+        Scheduler {
+            spec: spec.into(),
+            cfg,
+            observing: false,
+            budget: u64::MAX,
+            frozen: false,
+            live_after_full: None,
+            live_at_freeze: None,
+            stale_growth: 0.25,
+            last_full: Duration::ZERO,
+            needed_since: None,
+            pause_full: Estimate::new(),
+            pause_frozen: Estimate::new(),
+            pause_refreeze: Estimate::new(),
+            over_budget_said: false,
+        }
+    }
+
+    /// The RSS budget in force.
+    pub fn budget(&self) -> u64 {
+        self.budget
+    }
+
+    fn predicted_pause_ms(&self, plan: &Plan) -> f64 {
+        match plan {
+            Plan::Refreeze { .. } => self.pause_refreeze.or(self.pause_full.or(PRIOR_FULL_MS)),
+            Plan::Freeze => self.pause_full.or(PRIOR_FULL_MS),
+            Plan::Collect { .. } if self.frozen => self.pause_frozen.or(PRIOR_FROZEN_MS),
+            Plan::Collect { .. } => self.pause_full.or(PRIOR_FULL_MS),
+        }
+    }
+
+    /// What is due now, before looking at the traffic.
+    fn due(&mut self, obs: &Observation) -> Option<Plan> {
+        let rss = obs.rss_bytes;
+        if let Some(rss) = rss.filter(|&r| r > self.budget) {
+            let why = format!(
+                "guard: rss {} MiB > budget {} MiB",
+                rss >> 20,
+                self.budget >> 20
+            );
+            // A frozen heap's garbage can only go by unfreezing: when a collection right before
+            // did not bring RSS under the budget, the guard re-freezes.
+            let collected_recently = obs.elapsed < self.last_full + Duration::from_millis(500);
+            return Some(if self.frozen && collected_recently {
+                Plan::Refreeze { why, forced: true }
+            } else {
+                Plan::Collect { why, forced: true }
+            });
+        }
+        if self.cfg.freeze && !self.frozen && obs.elapsed >= self.cfg.warmup {
+            return Some(Plan::Freeze);
+        }
+        let (Some(rss), Some(live)) = (rss, self.live_after_full) else {
+            return None;
+        };
+        if self.frozen {
+            if let Some(at_freeze) = self.live_at_freeze {
+                let limit =
+                    at_freeze as f64 * (1.0 + self.stale_growth) + self.cfg.min_growth as f64;
+                if live as f64 > limit {
+                    return Some(Plan::Refreeze {
+                        why: format!(
+                            "stale freeze: live {} MiB after full collections, {} MiB at the freeze",
+                            live >> 20,
+                            at_freeze >> 20
+                        ),
+                        forced: false,
+                    });
+                }
+            }
+        }
+        let grown = rss.saturating_sub(live);
+        let worth = (live as f64 * self.cfg.growth).max(self.cfg.min_growth as f64);
+        if grown as f64 >= worth {
+            return Some(Plan::Collect {
+                why: format!(
+                    "memory grew {} MiB since the last full collection (live {} MiB)",
+                    grown >> 20,
+                    live >> 20
+                ),
+                forced: false,
+            });
+        }
+        None
+    }
+
+    /// The plan to carry out now, with the reason for its moment; `None`: wait.
+    fn decide(&mut self, obs: &Observation) -> Option<(Plan, String)> {
+        if self.observing {
+            return None;
+        }
+        let plan = self.due(obs);
+        let quiet_chance = |pause_ms: f64| {
+            obs.traffic.map_or(1.0, |t| {
+                t.quiet_chance(Duration::from_secs_f64(pause_ms / 1e3))
+            })
+        };
+        let Some(plan) = plan else {
+            self.needed_since = None;
+            // Nothing needed: a full collection in a quiet window is still free.
+            let pause = self.predicted_pause_ms(&Plan::Collect {
+                why: String::new(),
+                forced: false,
+            });
+            let p = quiet_chance(pause);
+            let spare = obs.elapsed >= self.last_full + self.cfg.opportunistic;
+            if self.frozen && spare && obs.traffic.is_some() && p >= self.cfg.quiet {
+                let plan = Plan::Collect {
+                    why: "opportunistic".into(),
+                    forced: false,
+                };
+                return Some((
+                    plan,
+                    format!("quiet window: P(no arrival in {pause:.1} ms) = {p:.2}"),
+                ));
+            }
+            return None;
+        };
+        let since = *self.needed_since.get_or_insert(obs.elapsed);
+        let pause = self.predicted_pause_ms(&plan);
+        let forced = matches!(
+            plan,
+            Plan::Collect { forced: true, .. } | Plan::Refreeze { forced: true, .. }
+        );
+        if forced {
+            return Some((plan, "forced by the memory guard".into()));
+        }
+        let p = quiet_chance(pause);
+        if p >= self.cfg.quiet {
+            return Some((
+                plan,
+                format!("quiet window: P(no arrival in {pause:.1} ms) = {p:.2}"),
+            ));
+        }
+        if obs.elapsed >= since + self.cfg.max_wait {
+            return Some((
+                plan,
+                format!(
+                    "no quiet window in {:.1} s (P = {p:.2} for {pause:.1} ms)",
+                    self.cfg.max_wait.as_secs_f64()
+                ),
+            ));
+        }
+        None
+    }
+
+    /// Runs a full collection, timed; returns (objects collected, pause ms).
+    fn timed_collect(gc: &mut dyn GcControl) -> Result<(u64, f64), GcError> {
+        let t = Instant::now();
+        let n = gc.collect(2)?;
+        Ok((n, t.elapsed().as_secs_f64() * 1e3))
+    }
+
+    fn carry_out(
+        &mut self,
+        gc: &mut dyn GcControl,
+        obs: &Observation,
+        plan: Plan,
+        moment: String,
+    ) -> Result<Vec<Action>, GcError> {
+        let predicted = self.predicted_pause_ms(&plan);
+        let in_flight = obs.traffic.map_or(0, |t| t.in_flight);
+        let context = format!("{moment}; {in_flight} in flight; predicted pause {predicted:.1} ms");
+        let mut actions = Vec::new();
+        match plan {
+            Plan::Collect { why, .. } => {
+                let (n, ms) = Self::timed_collect(gc)?;
+                if self.frozen {
+                    self.pause_frozen.add(ms);
+                } else {
+                    self.pause_full.add(ms);
+                }
+                actions.push(Action::new(
+                    format!("collect(2) -> {n} in {ms:.1} ms"),
+                    format!("{why}; {context}"),
+                ));
+            }
+            Plan::Freeze => {
+                let (n, ms) = Self::timed_collect(gc)?;
+                self.pause_full.add(ms);
+                gc.freeze()?;
+                self.frozen = true;
+                actions.push(Action::new(
+                    format!("collect(2) -> {n} in {ms:.1} ms; gc.freeze()"),
+                    format!(
+                        "warm-up of {:.1} s over: the warm heap is frozen; {context}",
+                        self.cfg.warmup.as_secs_f64()
+                    ),
+                ));
+            }
+            Plan::Refreeze { why, .. } => {
+                gc.unfreeze()?;
+                let (n, ms) = Self::timed_collect(gc)?;
+                gc.freeze()?;
+                self.pause_refreeze.add(ms);
+                self.frozen = true;
+                let before = self.live_after_full;
+                actions.push(Action::new(
+                    format!("gc.unfreeze(); collect(2) -> {n} in {ms:.1} ms; gc.freeze()"),
+                    format!("{why}; {context}"),
+                ));
+                // Learned from the outcome: a re-freeze that finds little waits longer next time.
+                self.after_collection(obs);
+                if let (Some(b), Some(a)) = (before, self.live_after_full) {
+                    if a as f64 > 0.95 * b as f64 && n < 10_000 {
+                        self.stale_growth *= 2.0;
+                    }
+                }
+                self.live_at_freeze = self.live_after_full;
+                self.needed_since = None;
+                self.last_full = obs.elapsed;
+                return Ok(actions);
+            }
+        }
+        self.after_collection(obs);
+        if self.frozen && self.live_at_freeze.is_none() {
+            self.live_at_freeze = self.live_after_full;
+        }
+        self.needed_since = None;
+        self.last_full = obs.elapsed;
+        Ok(actions)
+    }
+
+    /// Takes the live heap after a full collection: the RSS observed, at most (RSS is read
+    /// before the collection; the next ticks lower it if memory was given back).
+    fn after_collection(&mut self, obs: &Observation) {
+        if let Some(rss) = obs.rss_bytes {
+            self.live_after_full = Some(rss);
+        }
+    }
+
+    /// Live memory (after a full collection) above the budget: reported once, never raised.
+    fn over_budget(&mut self, obs: &Observation) -> Option<Action> {
+        let rss = obs.rss_bytes?;
+        let just_collected = obs.elapsed < self.last_full + Duration::from_millis(300);
+        if just_collected && rss > self.budget && !self.over_budget_said {
+            self.over_budget_said = true;
+            return Some(Action::new(
+                "over budget",
+                format!(
+                    "live memory {} MiB exceeds the RSS budget {} MiB even after a full \
+                     collection: the guard cannot keep it; the budget stays",
+                    rss >> 20,
+                    self.budget >> 20
+                ),
+            ));
+        }
+        None
+    }
+}
+
+impl Policy for Scheduler {
+    fn spec(&self) -> &str {
+        &self.spec
+    }
+
+    fn start(&mut self, gc: &mut dyn GcControl, obs: &Observation) -> Result<Vec<Action>, GcError> {
+        let start_rss = obs.rss_bytes.unwrap_or(0);
+        self.budget = self
+            .cfg
+            .rss_budget
+            .unwrap_or_else(|| (start_rss * 2).max(start_rss + (256 << 20)));
+        let collector = gc.collector()?;
+        if collector != Collector::Generational {
+            self.observing = true;
+            return Ok(vec![Action::new(
+                "observing only",
+                format!(
+                    "{collector:?} collector: full collections cannot be held back without \
+                     turning automatic collection off, so neurogc leaves it as it is"
+                ),
+            )]);
+        }
+        let mut t = gc.threshold()?;
+        t[2] = HELD_BACK;
+        gc.set_threshold(t)?;
+        self.live_after_full = obs.rss_bytes;
+        self.last_full = obs.elapsed;
+        Ok(vec![Action::new(
+            format!("set_threshold({}, {}, {})", t[0], t[1], t[2]),
+            format!(
+                "young collections stay automatic; full collections are the scheduler's \
+                 (rss budget {} MiB)",
+                self.budget >> 20
+            ),
+        )])
+    }
+
+    fn tick(&mut self, gc: &mut dyn GcControl, obs: &Observation) -> Result<Vec<Action>, GcError> {
+        let mut actions: Vec<Action> = self.over_budget(obs).into_iter().collect();
+        if let Some((plan, moment)) = self.decide(obs) {
+            actions.extend(self.carry_out(gc, obs, plan, moment)?);
+        } else if obs.elapsed > self.last_full + Duration::from_millis(200) {
+            // Memory given back after the last full collection lowers the live estimate.
+            if let (Some(rss), Some(live)) = (obs.rss_bytes, self.live_after_full) {
+                if rss < live {
+                    self.live_after_full = Some(rss);
+                }
+            }
+        }
+        Ok(actions)
+    }
+
+    fn ready(&mut self, obs: &Observation) -> bool {
+        // A plan exists and its moment has come: cheap, and without the interpreter.
+        let needed_before = self.needed_since;
+        let ready = self.decide(obs).is_some();
+        if !ready {
+            return false;
+        }
+        // `tick` decides again with the interpreter; it must see the same wait.
+        self.needed_since = needed_before.or(self.needed_since);
+        true
+    }
+
+    fn next_tick(&self) -> Option<Duration> {
+        if self.observing {
+            return None;
+        }
+        // Fast while a need waits for its quiet window, or while a free one may come.
+        let gap = if self.needed_since.is_some() || self.frozen {
+            Duration::from_millis(10)
+        } else {
+            Duration::from_millis(50)
+        };
+        Some(gap)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{at, RecordingGc};
+    use super::*;
+    use crate::traffic::Traffic;
+
+    const MIB: u64 = 1 << 20;
+
+    fn obs<'a>(secs: f64, rss_mib: u64, traffic: Option<Traffic<'a>>) -> Observation<'a> {
+        Observation {
+            rss_bytes: Some(rss_mib * MIB),
+            traffic,
+            ..at(secs)
+        }
+    }
+
+    fn started(cfg: SchedulerConfig) -> (Scheduler, RecordingGc) {
+        let mut gc = RecordingGc::default();
+        let mut s = Scheduler::new("neurogc", cfg);
+        let a = s.start(&mut gc, &obs(0.0, 100, None)).unwrap();
+        assert!(a[0].action.contains("2147483647"), "{a:?}");
+        (s, gc)
+    }
+
+    #[test]
+    fn holds_back_full_collections_and_freezes_after_warm_up() {
+        let (mut s, mut gc) = started(SchedulerConfig::default());
+        assert_eq!(gc.threshold, [700, 10, HELD_BACK]);
+        assert!(s.tick(&mut gc, &obs(1.0, 100, None)).unwrap().is_empty());
+        let a = s.tick(&mut gc, &obs(5.0, 100, None)).unwrap();
+        assert!(a[0].action.ends_with("gc.freeze()"), "{a:?}");
+        assert_eq!(gc.calls[1..], ["collect(2)", "freeze"]);
+        assert!(s.frozen);
+    }
+
+    #[test]
+    fn waits_for_a_quiet_window_then_gives_up_waiting() {
+        let cfg = SchedulerConfig {
+            freeze: false,
+            ..SchedulerConfig::default()
+        };
+        let (mut s, mut gc) = started(cfg);
+        // 20 MiB grown past a 100 MiB live heap: a collection is needed.
+        let arrivals: Vec<u64> = (0..100).map(|i| i * 5_000_000).collect();
+        let busy = Traffic {
+            in_flight: 2,
+            now_ns: 500_000_000,
+            arrivals: &arrivals,
+        };
+        assert!(!s.ready(&obs(1.0, 120, Some(busy))));
+        assert!(s
+            .tick(&mut gc, &obs(1.0, 120, Some(busy)))
+            .unwrap()
+            .is_empty());
+        // Quiet: nothing in flight, and a silence far longer than any gap.
+        let quiet = Traffic {
+            in_flight: 0,
+            now_ns: 900_000_000,
+            arrivals: &arrivals,
+        };
+        assert!(s.ready(&obs(1.5, 120, Some(quiet))));
+        let a = s.tick(&mut gc, &obs(1.5, 120, Some(quiet))).unwrap();
+        assert!(a[0].reason.contains("quiet window"), "{a:?}");
+        assert!(a[0].reason.contains("memory grew 20 MiB"), "{a:?}");
+        // Needed again, never quiet: after max_wait it runs anyway.
+        assert!(s
+            .tick(&mut gc, &obs(2.0, 140, Some(busy)))
+            .unwrap()
+            .is_empty());
+        let a = s.tick(&mut gc, &obs(4.1, 140, Some(busy))).unwrap();
+        assert!(a[0].reason.contains("no quiet window in 2.0 s"), "{a:?}");
+        assert!(a[0].reason.contains("2 in flight"), "{a:?}");
+    }
+
+    #[test]
+    fn the_guard_keeps_its_budget() {
+        let cfg = SchedulerConfig {
+            rss_budget: Some(200 * MIB),
+            freeze: false,
+            ..SchedulerConfig::default()
+        };
+        let (mut s, mut gc) = started(cfg);
+        let a = s.tick(&mut gc, &obs(1.0, 300, None)).unwrap();
+        assert!(
+            a[0].reason.contains("guard: rss 300 MiB > budget 200 MiB"),
+            "{a:?}"
+        );
+        // Still above right after: said once, and the budget is not raised.
+        let a = s.tick(&mut gc, &obs(1.1, 300, None)).unwrap();
+        assert!(a.iter().any(|x| x.action == "over budget"), "{a:?}");
+        assert_eq!(s.budget(), 200 * MIB);
+        assert!(s
+            .tick(&mut gc, &obs(1.2, 300, None))
+            .unwrap()
+            .iter()
+            .all(|x| x.action != "over budget"));
+    }
+
+    #[test]
+    fn a_frozen_heap_over_budget_is_unfrozen() {
+        let cfg = SchedulerConfig {
+            rss_budget: Some(200 * MIB),
+            warmup: Duration::ZERO,
+            ..SchedulerConfig::default()
+        };
+        let (mut s, mut gc) = started(cfg);
+        s.tick(&mut gc, &obs(0.1, 100, None)).unwrap();
+        assert!(s.frozen);
+        s.tick(&mut gc, &obs(1.0, 250, None)).unwrap();
+        let a = s.tick(&mut gc, &obs(1.2, 250, None)).unwrap();
+        assert!(
+            a.iter().any(|x| x.action.starts_with("gc.unfreeze()")),
+            "{a:?}"
+        );
+    }
+
+    #[test]
+    fn a_stale_freeze_is_refrozen_and_a_useless_one_backs_off() {
+        let cfg = SchedulerConfig {
+            warmup: Duration::ZERO,
+            ..SchedulerConfig::default()
+        };
+        let (mut s, mut gc) = started(cfg);
+        s.tick(&mut gc, &obs(0.1, 100, None)).unwrap();
+        // Live after full collections creeps up: 100 → 150 MiB (> 100 × 1.25 + 16).
+        s.live_after_full = Some(150 * MIB);
+        let a = s.tick(&mut gc, &obs(3.0, 150, None)).unwrap();
+        assert!(a[0].action.starts_with("gc.unfreeze()"), "{a:?}");
+        assert!(a[0].reason.contains("stale freeze"), "{a:?}");
+        // It gave nothing back (RecordingGc collects 0): the next one needs twice the growth.
+        assert_eq!(s.stale_growth, 0.5);
+    }
+
+    #[test]
+    fn observes_only_where_it_cannot_hold_full_collections_back() {
+        struct Incremental(RecordingGc);
+        impl GcControl for Incremental {
+            fn collect(&mut self, g: u8) -> Result<u64, GcError> {
+                self.0.collect(g)
+            }
+            fn is_enabled(&mut self) -> Result<bool, GcError> {
+                self.0.is_enabled()
+            }
+            fn set_enabled(&mut self, e: bool) -> Result<(), GcError> {
+                self.0.set_enabled(e)
+            }
+            fn threshold(&mut self) -> Result<[u64; 3], GcError> {
+                self.0.threshold()
+            }
+            fn set_threshold(&mut self, t: [u64; 3]) -> Result<(), GcError> {
+                self.0.set_threshold(t)
+            }
+            fn freeze(&mut self) -> Result<(), GcError> {
+                self.0.freeze()
+            }
+            fn unfreeze(&mut self) -> Result<(), GcError> {
+                self.0.unfreeze()
+            }
+            fn collector(&mut self) -> Result<Collector, GcError> {
+                Ok(Collector::Incremental)
+            }
+        }
+        let mut gc = Incremental(RecordingGc::default());
+        let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
+        let a = s.start(&mut gc, &obs(0.0, 100, None)).unwrap();
+        assert_eq!(a[0].action, "observing only");
+        assert!(s.tick(&mut gc, &obs(10.0, 5000, None)).unwrap().is_empty());
+        assert!(gc.0.calls.is_empty());
+        assert_eq!(s.next_tick(), None);
+    }
+}
