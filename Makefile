@@ -22,7 +22,7 @@ PY_SOURCES := $(shell find python -name '*.py' 2>/dev/null) pyproject.toml
 WHEEL_STAMP := target/wheels/.built
 
 
-.PHONY: setup demo test test-matrix test-slow test-rust test-python test-python-versions test-web lint fmt bench bench-load bench-models clean system-packages
+.PHONY: setup demo test test-matrix test-slow test-rust test-python test-python-versions test-web lint fmt bench bench-load bench-dashboard bench-models clean system-packages
 
 setup: system-packages $(NPM_STAMP) $(VENV)/.deps $(VENV)/.neurogc $(VENV)/bin/neurogc
 
@@ -116,6 +116,11 @@ bench: setup
 # neurogc load vs wrk vs Locust (bench/load/RESULTS.md); installs wrk and Locust itself.
 bench-load: setup
 	bash bench/load/run.sh
+
+# The dashboard under ingestion load, ingest-to-browser delay (bench/dashboard/RESULTS.md):
+# its load test in headless Chromium at full length; builds the binary itself.
+bench-dashboard: system-packages $(NPM_STAMP)
+	bash bench/dashboard/run.sh
 
 # Models vs PyTorch (bench/models/RESULTS.md); installs torch into .venv-bench itself.
 bench-models: setup

@@ -16,7 +16,9 @@ import asyncio
 import gc
 import os
 import platform
+import shlex
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -25,6 +27,46 @@ from pathlib import Path
 import neurogc
 
 FLOORS = {"request_us": 20.0, "cpu_1s_pct": 1.0, "cpu_10ms_pct": 5.0}
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _git_commit() -> str:
+    """`git rev-parse --short HEAD`, plus "-dirty" if the tree has uncommitted changes."""
+    try:
+        git = ["git", "-C", str(REPO)]
+        head = subprocess.run(
+            [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        status = subprocess.run(
+            [*git, "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    return head + ("-dirty" if status else "")
+
+
+def _native_mtime() -> float:
+    """When the extension module was installed (pip writes it then)."""
+    native = sys.modules["neurogc._native"].__file__
+    return os.path.getmtime(native) if native else 0.0
+
+
+def _shown(path: Path) -> str:
+    """A path relative to the checkout when it is inside it."""
+    try:
+        return str(path.resolve().relative_to(REPO))
+    except ValueError:
+        return str(path)
+
+
+def _loadavg() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unknown"
 
 
 # ---- 1. per-request time -------------------------------------------------------------------
@@ -192,6 +234,8 @@ def main() -> int:
     p.add_argument("--out", default="bench/results/agent_overhead.md")
     args = p.parse_args()
 
+    commit = _git_commit()
+    load_before = _loadavg()
     req = bench_requests(args.rounds, args.requests)
     sampler = [
         bench_sampler(1.0, args.seconds_1s, False),
@@ -200,6 +244,7 @@ def main() -> int:
         bench_sampler(0.01, args.seconds_10ms, True),
     ]
     callback = bench_callback(args.rounds, 2_000_000)
+    load_after = _loadavg()
 
     def added(pairs):
         diffs = [(b - a) / 1e3 for a, b in pairs]
@@ -214,9 +259,14 @@ def main() -> int:
     lines = [
         "# Agent overhead",
         "",
-        f"Command: `python bench/agent_overhead.py --rounds {args.rounds}` (run by `make bench`).",
+        f"Command: `{shlex.join(['python', 'bench/agent_overhead.py', *sys.argv[1:]])}` "
+        "(run by `make bench`).",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Linux {platform.release()}, "
         f"Python {platform.python_version()}. Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
+        f"Commit: {commit}; the agent measured is the installed `neurogc` "
+        f"({_shown(Path(neurogc.__file__).parent)}, installed "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(_native_mtime()))}).",
+        f"Machine load average (1, 5, 15 min) before: {load_before}; after: {load_after}.",
         "",
         "## Time added per request (in process, trivial app; A/B alternated, "
         f"{args.rounds} rounds × {args.requests:,} requests a side)",

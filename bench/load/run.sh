@@ -77,7 +77,18 @@ count_neurogc_open() { json_requests neurogc_open; }
 count_neurogc_seed() { json_requests neurogc_seed; }
 count_locust_seed() { locust_requests locust_seed; }
 
+# What the results were produced from: the commit, "-dirty" if the tree had changes (listed).
+COMMIT=$(git rev-parse --short HEAD)
+git status --porcelain --untracked-files=no >"$WORK/dirty.txt"
+[ -s "$WORK/dirty.txt" ] && COMMIT="$COMMIT-dirty"
+
+# The processes using more than 5 % of a core over one second (the machine's other work).
+busiest() {
+  top -b -n 2 -d 1 -w 200 -o %CPU | awk '/^top -/ {n++} n == 2 && $1 ~ /^[0-9]+$/ && $9 >= 5 \
+    {printf "%s%s %.0f %%", (k++ ? ", " : ""), $12, $9} END {if (!k) printf "none above 5 %%"}'
+}
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+BUSY_BEFORE=$(busiest)
 for REP in $(seq "$REPS"); do
   echo "repetition $REP/$REPS" >&2
   measure neurogc throughput "$NEUROGC" load --host "$URL" --tasks bench/load/health.toml \
@@ -95,10 +106,13 @@ print(s["dropped"], s["late_starts"], a["p50_ms"], a["p99_ms"])' >>"$WORK/open_e
 done
 
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
+BUSY_AFTER=$(busiest)
 python3 bench/load/summarize.py "$WORK/runs.tsv" --open-extra "$WORK/open_extra.tsv" \
   --loadavg "before: $LOAD_BEFORE; after: $LOAD_AFTER" \
+  --busiest "before: $BUSY_BEFORE; after: $BUSY_AFTER" \
   --command "bash bench/load/run.sh  (REPS=$REPS DUR=$DUR SEED_DUR=$SEED_DUR CONNS=$CONNS OPEN_RATE=$OPEN_RATE)" \
   --dur "$DUR" --seed-dur "$SEED_DUR" --conns "$CONNS" --open-rate "$OPEN_RATE" \
-  --versions "neurogc $(git rev-parse --short HEAD); $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2); $("$VENV/bin/locust" --version 2>&1 | cut -d' ' -f1-2)" \
+  --dirty "$WORK/dirty.txt" \
+  --versions "neurogc $COMMIT; $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2); $("$VENV/bin/locust" --version 2>&1 | cut -d' ' -f1-2)" \
   >"$OUT"
 cat "$OUT"

@@ -17,6 +17,8 @@ ap.add_argument(
 )
 ap.add_argument("--versions", required=True)
 ap.add_argument("--loadavg", required=True, help="the machine's load averages around the run")
+ap.add_argument("--busiest", help="the busiest processes around the run")
+ap.add_argument("--dirty", help="file with `git status --porcelain` of the tree at run time")
 a = ap.parse_args()
 
 runs = {}
@@ -63,6 +65,12 @@ w(
     f"- Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; host: {platform.node()}, "
     f"{platform.machine()}, 2 CPUs; versions: {a.versions}"
 )
+dirty = [line[3:] for line in open(a.dirty).read().splitlines()] if a.dirty else []
+if dirty:
+    w(
+        "- Uncommitted changes in the tree at run time (built into the binaries only if under "
+        f"`crates/`): {', '.join(f'`{p}`' for p in dirty)}"
+    )
 w(
     "- Server: `crates/neurogc-load/examples/bench_server.rs` (hyper, one thread) pinned to CPU 0; each load "
     "generator pinned to CPU 1, run one at a time, interleaved A B C D × "
@@ -75,6 +83,8 @@ w(
     f"- Machine load average (1, 5, 15 min) {a.loadavg}. Above ~1 other processes shared the CPUs: requests/s "
     "then drops for every tool alike, requests per CPU-second much less."
 )
+if a.busiest:
+    w(f"- Processes above 5 % of a core (over one second) {a.busiest}.")
 w("")
 w(f"## Throughput: {a.conns} keep-alive connections, no think time, {a.dur:g} s, `GET /health`")
 w("")
