@@ -112,29 +112,55 @@ for other, floor in floors.items():
             "" if ok else " (see below)"
         )
     w(f"- {label[other]}: **{med(rs):.2f}×** ({min(rs):.2f}–{max(rs):.2f}){verdict}")
+
+
+def share(r, key):
+    """A run's CPU (server's or generator's) as a share of one core."""
+    return r[key] / r["wall"]
+
+
+def reps_where(names, cond):
+    return sorted({r["rep"] for n in names for r in runs[n] if cond(r)})
+
+
+def rep_list(reps):
+    if len(reps) == 1:
+        return f"repetition {reps[0]}"
+    return "repetitions " + ", ".join(map(str, reps[:-1])) + f" and {reps[-1]}"
+
+
 varied = [
     n
     for n in ("neurogc", "wrk")
     if max(r["n"] for r in runs[n]) > 1.3 * min(r["n"] for r in runs[n])
 ]
 if varied:
+    server = [100 * share(r, "server") for n in varied for r in runs[n]]
+    gen = [100 * share(r, "cpu") for n in varied for r in runs[n]]
+    spread = max(max(per_cpu(n)) / min(per_cpu(n)) - 1 for n in varied)
+    starved = reps_where(varied, lambda r: share(r, "server") < 0.9 and share(r, "cpu") < 0.9)
     w("")
     w(
         "Note: requests/s of "
         + " and ".join(varied)
-        + " varied a lot between repetitions while server and "
-        "generator both used well under a full core: other processes were sharing the 2 CPUs (see the load "
-        "average above). Requests per CPU-second, the figure the floors are about, stayed stable."
+        + f" varied a lot between repetitions (server {min(server):.0f}–{max(server):.0f} % of its "
+        f"core, generator {min(gen):.0f}–{max(gen):.0f} %)."
+        + (
+            f" In {rep_list(starved)} server and generator both used well under a full core: "
+            "other processes were sharing the 2 CPUs (see the load average above)."
+            if starved
+            else ""
+        )
+        + " Requests per CPU-second, the figure the floors are about, varied by at most "
+        f"{100 * spread:.0f} % between repetitions."
     )
-saturated = [n for n in ("neurogc", "wrk") if med([r["server"] / r["wall"] for r in runs[n]]) > 0.9]
+saturated = reps_where(("neurogc", "wrk"), lambda r: share(r, "server") > 0.9)
 if saturated:
     w("")
     w(
-        "Note: with "
-        + " and ".join(saturated)
-        + " the one-thread server is saturated (>90 % of its core), so "
-        "requests/s is the server's limit, not the generator's; requests per CPU-second still compares what "
-        "each generator spends per request."
+        f"Note: in {rep_list(saturated)} the one-thread server was saturated (>90 % of its core), "
+        "so requests/s there is the server's limit, not the generator's; requests per CPU-second "
+        "still compares what each generator spends per request."
     )
 w("")
 rs = runs["neurogc_open"]
