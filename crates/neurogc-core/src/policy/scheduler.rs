@@ -16,10 +16,15 @@
 //!   passes without an arrival ([`crate::traffic`]); a need that finds no quiet window within
 //!   `max_wait` is served anyway.
 //!
+//! Nothing is decided during the warm-up (the service builds its heap: growth then is not
+//! garbage); at its end the live heap is the baseline and the budget is set from it.
+//!
 //! Pause costs are learned from its own collections (timed around each call, kept per kind:
 //! full, full after a freeze, re-freeze). A memory guard sits under every decision: RSS above
 //! the budget is collected at once, a frozen heap is unfrozen if that is what it takes, and a
-//! budget live memory exceeds is reported, never raised. On a collector it cannot control
+//! budget live memory exceeds is reported, never raised; while memory stays above it the guard
+//! collects at most once a second (and not more than 5 % of the time), so it never starves the
+//! service. On a collector it cannot control
 //! safely (3.14.0–3.14.4's incremental one, free-threaded builds) it observes only, and says so.
 
 use std::time::{Duration, Instant};
@@ -45,7 +50,8 @@ pub struct SchedulerConfig {
     pub growth: f64,
     /// ... and at least this many bytes.
     pub min_growth: u64,
-    /// RSS budget (default: twice the RSS at start, and at least 256 MiB above it).
+    /// RSS budget (default: twice the RSS at the end of the warm-up, and at least 256 MiB
+    /// above it).
     pub rss_budget: Option<u64>,
     /// A full collection in a quiet window is free: take one at most this often.
     pub opportunistic: Duration,
@@ -125,6 +131,10 @@ pub struct Scheduler {
     pause_refreeze: Estimate,
     /// Reported once: live memory above the budget.
     over_budget_said: bool,
+    /// The warm-up is over (baseline and budget set).
+    warm: bool,
+    /// When the guard last collected.
+    guard_fired: Option<Duration>,
 }
 
 /// Pauses assumed before any is measured, ms: a full collection of a fresh heap, and of what a
@@ -149,6 +159,8 @@ impl Scheduler {
             pause_frozen: Estimate::new(),
             pause_refreeze: Estimate::new(),
             over_budget_said: false,
+            warm: false,
+            guard_fired: None,
         }
     }
 
@@ -169,7 +181,23 @@ impl Scheduler {
     /// What is due now, before looking at the traffic.
     fn due(&mut self, obs: &Observation) -> Option<Plan> {
         let rss = obs.rss_bytes;
-        if let Some(rss) = rss.filter(|&r| r > self.budget) {
+        let warming = obs.elapsed < self.cfg.warmup;
+        if !warming && !self.warm {
+            // Warm-up over: what is resident now is the service's live heap.
+            self.warm = true;
+            if let Some(r) = rss {
+                self.live_after_full = Some(r);
+                if self.cfg.rss_budget.is_none() {
+                    self.budget = (r * 2).max(r + (256 << 20));
+                }
+            }
+        }
+        // While memory stays above the budget, the guard collects at most once a second and
+        // spends at most 5 % of the time paused.
+        let pace =
+            Duration::from_secs_f64((self.pause_full.or(PRIOR_FULL_MS) / 1e3 * 20.0).max(1.0));
+        let guard_ready = obs.elapsed >= self.last_full + pace || self.guard_fired.is_none();
+        if let Some(rss) = rss.filter(|&r| r > self.budget && guard_ready) {
             let why = format!(
                 "guard: rss {} MiB > budget {} MiB",
                 rss >> 20,
@@ -177,14 +205,20 @@ impl Scheduler {
             );
             // A frozen heap's garbage can only go by unfreezing: when a collection right before
             // did not bring RSS under the budget, the guard re-freezes.
-            let collected_recently = obs.elapsed < self.last_full + Duration::from_millis(500);
+            let collected_recently = self
+                .guard_fired
+                .is_some_and(|t| obs.elapsed < t + pace + Duration::from_millis(500));
+            self.guard_fired = Some(obs.elapsed);
             return Some(if self.frozen && collected_recently {
                 Plan::Refreeze { why, forced: true }
             } else {
                 Plan::Collect { why, forced: true }
             });
         }
-        if self.cfg.freeze && !self.frozen && obs.elapsed >= self.cfg.warmup {
+        if warming {
+            return None;
+        }
+        if self.cfg.freeze && !self.frozen {
             return Some(Plan::Freeze);
         }
         let (Some(rss), Some(live)) = (rss, self.live_after_full) else {
@@ -369,7 +403,9 @@ impl Scheduler {
     /// Live memory (after a full collection) above the budget: reported once, never raised.
     fn over_budget(&mut self, obs: &Observation) -> Option<Action> {
         let rss = obs.rss_bytes?;
-        let just_collected = obs.elapsed < self.last_full + Duration::from_millis(300);
+        let just_collected = self
+            .guard_fired
+            .is_some_and(|t| obs.elapsed < t + Duration::from_millis(300));
         if just_collected && rss > self.budget && !self.over_budget_said {
             self.over_budget_said = true;
             return Some(Action::new(
@@ -392,11 +428,8 @@ impl Policy for Scheduler {
     }
 
     fn start(&mut self, gc: &mut dyn GcControl, obs: &Observation) -> Result<Vec<Action>, GcError> {
-        let start_rss = obs.rss_bytes.unwrap_or(0);
-        self.budget = self
-            .cfg
-            .rss_budget
-            .unwrap_or_else(|| (start_rss * 2).max(start_rss + (256 << 20)));
+        // Until the warm-up is over only a budget given explicitly applies.
+        self.budget = self.cfg.rss_budget.unwrap_or(u64::MAX);
         let collector = gc.collector()?;
         if collector != Collector::Generational {
             self.observing = true;
@@ -415,11 +448,16 @@ impl Policy for Scheduler {
         self.last_full = obs.elapsed;
         Ok(vec![Action::new(
             format!("set_threshold({}, {}, {})", t[0], t[1], t[2]),
-            format!(
-                "young collections stay automatic; full collections are the scheduler's \
-                 (rss budget {} MiB)",
-                self.budget >> 20
-            ),
+            match self.cfg.rss_budget {
+                Some(b) => format!(
+                    "young collections stay automatic; full collections are the scheduler's \
+                     (rss budget {} MiB)",
+                    b >> 20
+                ),
+                None => "young collections stay automatic; full collections are the \
+                         scheduler's (rss budget: twice the live heap after the warm-up)"
+                    .to_string(),
+            },
         )])
     }
 
@@ -503,10 +541,19 @@ mod tests {
     fn waits_for_a_quiet_window_then_gives_up_waiting() {
         let cfg = SchedulerConfig {
             freeze: false,
+            warmup: Duration::from_millis(500),
             ..SchedulerConfig::default()
         };
         let (mut s, mut gc) = started(cfg);
-        // 20 MiB grown past a 100 MiB live heap: a collection is needed.
+        // Growth during the warm-up is the heap being built, not garbage.
+        assert!(s.tick(&mut gc, &obs(0.2, 300, None)).unwrap().is_empty());
+        // Warm at 100 MiB; then 20 MiB grown past it: a collection is needed.
+        assert!(s.tick(&mut gc, &obs(0.5, 100, None)).unwrap().is_empty());
+        assert_eq!(
+            s.budget(),
+            356 * MIB,
+            "twice the warm heap, and 256 MiB above it"
+        );
         let arrivals: Vec<u64> = (0..100).map(|i| i * 5_000_000).collect();
         let busy = Traffic {
             in_flight: 2,
