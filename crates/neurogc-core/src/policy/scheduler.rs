@@ -4,11 +4,13 @@
 //! (`threshold2` set out of reach), and the scheduler runs them itself, at moments it chooses:
 //!
 //! - **freeze** the warm heap once warm-up is over, so later full collections do not scan it;
-//! - **collect** the old generation when what it holds is worth a pause: the memory grown since
-//!   the last full collection passes a share of the live heap (what a full collection can give
-//!   back), or opportunistically when a quiet window makes it free;
-//! - **re-freeze** (unfreeze, collect, freeze) when the frozen part has gone stale: the live
-//!   heap measured after full collections keeps growing past what it was at the freeze, which
+//! - **collect** the old generation (what a frozen heap leaves of it: what was promoted since) on
+//!   a cadence learned from outcomes, so each pause stays near a target (`pause=`, 5 ms): the
+//!   pause of a collection of the unfrozen part grows with the time since the last one, and
+//!   the scheduler measures how fast; sooner when a quiet window makes it free; and whenever the
+//!   memory grown since the last full collection passes a share of the live heap;
+//! - **re-freeze** (unfreeze, collect, freeze) when the frozen part has gone stale: RSS keeps
+//!   growing past what it was at the freeze while the unfrozen part is collected on time, which
 //!   is garbage only an unfrozen collection can free. A re-freeze that gives little back makes
 //!   the next one wait for twice the growth (learned from outcome);
 //! - **choose the moment**: a pause is paid by the requests in flight and those arriving during
@@ -27,7 +29,7 @@
 //! service. On a collector it cannot control
 //! safely (3.14.0–3.14.4's incremental one, free-threaded builds) it observes only, and says so.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::{Action, Collector, GcControl, GcError, Observation, Policy};
 
@@ -55,6 +57,8 @@ pub struct SchedulerConfig {
     pub rss_budget: Option<u64>,
     /// A full collection in a quiet window is free: take one at most this often.
     pub opportunistic: Duration,
+    /// The pause a collection of the unfrozen part should stay near.
+    pub pause: Duration,
 }
 
 impl Default for SchedulerConfig {
@@ -68,6 +72,7 @@ impl Default for SchedulerConfig {
             min_growth: 16 << 20,
             rss_budget: None,
             opportunistic: Duration::from_secs(1),
+            pause: Duration::from_millis(5),
         }
     }
 }
@@ -118,9 +123,7 @@ pub struct Scheduler {
     frozen: bool,
     /// RSS right after the last full collection (the live heap, as far as RSS tells).
     live_after_full: Option<u64>,
-    /// ... and right after the last freeze.
-    live_at_freeze: Option<u64>,
-    /// Growth past `live_at_freeze` that makes the frozen part stale (doubles when a re-freeze
+    /// Growth past `rss_at_freeze` that makes the frozen part stale (doubles when a re-freeze
     /// gives little back).
     stale_growth: f64,
     last_full: Duration,
@@ -129,12 +132,33 @@ pub struct Scheduler {
     pause_full: Estimate,
     pause_frozen: Estimate,
     pause_refreeze: Estimate,
+    /// Pause (ms) of a collection of the unfrozen part per second since the previous one.
+    pause_rate: Estimate,
+    /// RSS when the heap was (re-)frozen.
+    rss_at_freeze: Option<u64>,
     /// Reported once: live memory above the budget.
     over_budget_said: bool,
     /// The warm-up is over (baseline and budget set).
     warm: bool,
+    /// When the heap was last (re-)frozen.
+    frozen_at: Duration,
     /// When the guard last collected.
     guard_fired: Option<Duration>,
+}
+
+/// This thread's CPU time, ms.
+fn thread_cpu_ms() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec we pass; no other memory is involved.
+    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0;
+    if ok {
+        ts.tv_sec as f64 * 1e3 + ts.tv_nsec as f64 / 1e6
+    } else {
+        0.0
+    }
 }
 
 /// Pauses assumed before any is measured, ms: a full collection of a fresh heap, and of what a
@@ -151,15 +175,17 @@ impl Scheduler {
             budget: u64::MAX,
             frozen: false,
             live_after_full: None,
-            live_at_freeze: None,
             stale_growth: 0.25,
             last_full: Duration::ZERO,
             needed_since: None,
             pause_full: Estimate::new(),
             pause_frozen: Estimate::new(),
             pause_refreeze: Estimate::new(),
+            pause_rate: Estimate::new(),
+            rss_at_freeze: None,
             over_budget_said: false,
             warm: false,
+            frozen_at: Duration::ZERO,
             guard_fired: None,
         }
     }
@@ -167,6 +193,17 @@ impl Scheduler {
     /// The RSS budget in force.
     pub fn budget(&self) -> u64 {
         self.budget
+    }
+
+    /// How often the unfrozen part is collected: what keeps its pause near the target, from
+    /// the pause rate learned (2 s before any is), between 0.5 s and 30 s.
+    pub fn cadence(&self) -> Duration {
+        let secs = match self.pause_rate.value {
+            Some(rate) if rate > 0.0 => self.cfg.pause.as_secs_f64() * 1e3 / rate,
+            Some(_) => 30.0,
+            None => 2.0,
+        };
+        Duration::from_secs_f64(secs.clamp(0.5, 30.0))
     }
 
     fn predicted_pause_ms(&self, plan: &Plan) -> f64 {
@@ -225,14 +262,17 @@ impl Scheduler {
             return None;
         };
         if self.frozen {
-            if let Some(at_freeze) = self.live_at_freeze {
+            // Stale: RSS grows past the freeze's while the unfrozen part is collected on time
+            // (growth by then is past what the growth trigger lets garbage reach).
+            let steady = obs.elapsed >= self.frozen_at + Duration::from_secs(5);
+            if let Some(at_freeze) = self.rss_at_freeze.filter(|_| steady) {
                 let limit =
                     at_freeze as f64 * (1.0 + self.stale_growth) + self.cfg.min_growth as f64;
-                if live as f64 > limit {
+                if rss as f64 > limit {
                     return Some(Plan::Refreeze {
                         why: format!(
-                            "stale freeze: live {} MiB after full collections, {} MiB at the freeze",
-                            live >> 20,
+                            "stale freeze: rss {} MiB, {} MiB at the freeze",
+                            rss >> 20,
                             at_freeze >> 20
                         ),
                         forced: false,
@@ -248,6 +288,16 @@ impl Scheduler {
                     "memory grew {} MiB since the last full collection (live {} MiB)",
                     grown >> 20,
                     live >> 20
+                ),
+                forced: false,
+            });
+        }
+        if self.frozen && obs.elapsed >= self.last_full + self.cadence() {
+            return Some(Plan::Collect {
+                why: format!(
+                    "due: every {:.2} s keeps the pause near {:.1} ms",
+                    self.cadence().as_secs_f64(),
+                    self.cfg.pause.as_secs_f64() * 1e3
                 ),
                 forced: false,
             });
@@ -274,7 +324,8 @@ impl Scheduler {
                 forced: false,
             });
             let p = quiet_chance(pause);
-            let spare = obs.elapsed >= self.last_full + self.cfg.opportunistic;
+            let spare =
+                obs.elapsed >= self.last_full + self.cfg.opportunistic.min(self.cadence() / 2);
             if self.frozen && spare && obs.traffic.is_some() && p >= self.cfg.quiet {
                 let plan = Plan::Collect {
                     why: "opportunistic".into(),
@@ -315,11 +366,13 @@ impl Scheduler {
         None
     }
 
-    /// Runs a full collection, timed; returns (objects collected, pause ms).
+    /// Runs a full collection, timed by this thread's CPU time (what the collection costs; a
+    /// wall clock would also count a stopped or descheduled process); returns (objects
+    /// collected, pause ms).
     fn timed_collect(gc: &mut dyn GcControl) -> Result<(u64, f64), GcError> {
-        let t = Instant::now();
+        let t = thread_cpu_ms();
         let n = gc.collect(2)?;
-        Ok((n, t.elapsed().as_secs_f64() * 1e3))
+        Ok((n, (thread_cpu_ms() - t).max(0.0)))
     }
 
     fn carry_out(
@@ -338,6 +391,10 @@ impl Scheduler {
                 let (n, ms) = Self::timed_collect(gc)?;
                 if self.frozen {
                     self.pause_frozen.add(ms);
+                    let since = (obs.elapsed.saturating_sub(self.last_full)).as_secs_f64();
+                    if since > 0.05 {
+                        self.pause_rate.add(ms / since);
+                    }
                 } else {
                     self.pause_full.add(ms);
                 }
@@ -351,6 +408,8 @@ impl Scheduler {
                 self.pause_full.add(ms);
                 gc.freeze()?;
                 self.frozen = true;
+                self.frozen_at = obs.elapsed;
+                self.rss_at_freeze = obs.rss_bytes;
                 actions.push(Action::new(
                     format!("collect(2) -> {n} in {ms:.1} ms; gc.freeze()"),
                     format!(
@@ -365,28 +424,23 @@ impl Scheduler {
                 gc.freeze()?;
                 self.pause_refreeze.add(ms);
                 self.frozen = true;
-                let before = self.live_after_full;
+                self.frozen_at = obs.elapsed;
+                self.rss_at_freeze = obs.rss_bytes;
                 actions.push(Action::new(
                     format!("gc.unfreeze(); collect(2) -> {n} in {ms:.1} ms; gc.freeze()"),
                     format!("{why}; {context}"),
                 ));
                 // Learned from the outcome: a re-freeze that finds little waits longer next time.
                 self.after_collection(obs);
-                if let (Some(b), Some(a)) = (before, self.live_after_full) {
-                    if a as f64 > 0.95 * b as f64 && n < 10_000 {
-                        self.stale_growth *= 2.0;
-                    }
+                if n < 10_000 {
+                    self.stale_growth *= 2.0;
                 }
-                self.live_at_freeze = self.live_after_full;
                 self.needed_since = None;
                 self.last_full = obs.elapsed;
                 return Ok(actions);
             }
         }
         self.after_collection(obs);
-        if self.frozen && self.live_at_freeze.is_none() {
-            self.live_at_freeze = self.live_after_full;
-        }
         self.needed_since = None;
         self.last_full = obs.elapsed;
         Ok(actions)
@@ -619,8 +673,10 @@ mod tests {
         let (mut s, mut gc) = started(cfg);
         s.tick(&mut gc, &obs(0.1, 100, None)).unwrap();
         assert!(s.frozen);
-        s.tick(&mut gc, &obs(1.0, 250, None)).unwrap();
-        let a = s.tick(&mut gc, &obs(1.2, 250, None)).unwrap();
+        let a = s.tick(&mut gc, &obs(1.0, 250, None)).unwrap();
+        assert!(a[0].action.starts_with("collect(2)"), "{a:?}");
+        // Collecting left it above the budget: the next guard turn (a second later) unfreezes.
+        let a = s.tick(&mut gc, &obs(2.1, 250, None)).unwrap();
         assert!(
             a.iter().any(|x| x.action.starts_with("gc.unfreeze()")),
             "{a:?}"
@@ -635,9 +691,14 @@ mod tests {
         };
         let (mut s, mut gc) = started(cfg);
         s.tick(&mut gc, &obs(0.1, 100, None)).unwrap();
-        // Live after full collections creeps up: 100 → 150 MiB (> 100 × 1.25 + 16).
-        s.live_after_full = Some(150 * MIB);
+        // Not 5 s after the freeze yet: RSS alone is no staleness.
         let a = s.tick(&mut gc, &obs(3.0, 150, None)).unwrap();
+        assert!(
+            a.iter().all(|x| !x.action.starts_with("gc.unfreeze()")),
+            "{a:?}"
+        );
+        // Steady, and RSS stays 150 MiB against 100 at the freeze (> 100 × 1.25 + 16).
+        let a = s.tick(&mut gc, &obs(7.0, 150, None)).unwrap();
         assert!(a[0].action.starts_with("gc.unfreeze()"), "{a:?}");
         assert!(a[0].reason.contains("stale freeze"), "{a:?}");
         // It gave nothing back (RecordingGc collects 0): the next one needs twice the growth.

@@ -18,7 +18,7 @@ use super::{
 pub const KNOWN_POLICIES: &str = "default, threshold:T0[,T1[,T2]], \
      periodic:SECS[,rss=SIZE][,young=COUNT][,check=SECS], freeze[:WARMUP_SECS], \
      neurogc-seed:MODEL_DIR[,threshold=T], \
-     neurogc[,warmup=SECS][,freeze=on|off][,quiet=P][,max_wait=SECS][,growth=F][,rss=SIZE], \
+     neurogc[,warmup=SECS][,freeze=on|off][,quiet=P][,max_wait=SECS][,growth=F][,pause=MS][,rss=SIZE], \
      gc-off (a bound for bounded runs, no guard)";
 
 /// Default warm-up before `freeze` collects and freezes.
@@ -282,10 +282,16 @@ fn parse_scheduler(options: &[(&str, &str)]) -> Result<SchedulerConfig, String> 
             "quiet" => c.quiet = fraction(key, value)?,
             "max_wait" => c.max_wait = parse_duration(value)?,
             "growth" => c.growth = fraction(key, value)?,
+            "pause" => {
+                c.pause = parse_duration(value)?;
+                if c.pause.is_zero() {
+                    return Err("pause must be above 0 (e.g. pause=5ms)".into());
+                }
+            }
             "rss" => c.rss_budget = Some(parse_size(value)?),
             other => {
                 return Err(format!(
-                    "unknown option {other:?}; neurogc takes warmup, freeze, quiet, max_wait, growth, rss"
+                    "unknown option {other:?}; neurogc takes warmup, freeze, quiet, max_wait, growth, pause, rss"
                 ))
             }
         }
