@@ -43,9 +43,9 @@ def num(v):
 
 
 def spread(xs, f=num):
-    """Median with (min–max) over the runs; one value when every run had the same."""
-    if min(xs) == max(xs):
-        return f(xs[0])
+    """Median with (min–max) over the runs; one value when every run shows the same."""
+    if f(min(xs)) == f(max(xs)):
+        return f(statistics.median(xs))
     return f"{f(statistics.median(xs))} ({f(min(xs))}–{f(max(xs))})"
 
 
