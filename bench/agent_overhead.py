@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _git_commit() -> str:
-    """`git rev-parse --short HEAD`, plus "-dirty" if the tree has uncommitted changes."""
+    """`git rev-parse --short HEAD`, plus "-dirty" and the changed paths if the tree has any."""
     try:
         git = ["git", "-C", str(REPO)]
         head = subprocess.run(
@@ -45,7 +45,10 @@ def _git_commit() -> str:
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown (not a git checkout)"
-    return head + ("-dirty" if status else "")
+    if not status:
+        return head
+    paths = ", ".join(f"`{line[3:]}`" for line in status.splitlines())
+    return f"{head}-dirty (uncommitted changes in {paths})"
 
 
 def _native_mtime() -> float:
