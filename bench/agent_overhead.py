@@ -42,7 +42,7 @@ def _git_commit() -> str:
             capture_output=True,
             text=True,
             check=True,
-        ).stdout.strip()
+        ).stdout.rstrip("\n")  # each line starts with its two status columns: no strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown (not a git checkout)"
     if not status:
