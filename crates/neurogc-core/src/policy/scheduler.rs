@@ -142,6 +142,8 @@ pub struct Scheduler {
     warm: bool,
     /// When the heap was last (re-)frozen.
     frozen_at: Duration,
+    /// When the policy was last asked (ticks are counted from it).
+    asked: Duration,
     /// When the guard last collected.
     guard_fired: Option<Duration>,
 }
@@ -186,6 +188,7 @@ impl Scheduler {
             over_budget_said: false,
             warm: false,
             frozen_at: Duration::ZERO,
+            asked: Duration::ZERO,
             guard_fired: None,
         }
     }
@@ -516,6 +519,7 @@ impl Policy for Scheduler {
     }
 
     fn tick(&mut self, gc: &mut dyn GcControl, obs: &Observation) -> Result<Vec<Action>, GcError> {
+        self.asked = obs.elapsed;
         let mut actions: Vec<Action> = self.over_budget(obs).into_iter().collect();
         if let Some((plan, moment)) = self.decide(obs) {
             actions.extend(self.carry_out(gc, obs, plan, moment)?);
@@ -531,6 +535,7 @@ impl Policy for Scheduler {
     }
 
     fn ready(&mut self, obs: &Observation) -> bool {
+        self.asked = obs.elapsed;
         // A plan exists and its moment has come: cheap, and without the interpreter.
         let needed_before = self.needed_since;
         let ready = self.decide(obs).is_some();
@@ -546,13 +551,14 @@ impl Policy for Scheduler {
         if self.observing {
             return None;
         }
-        // Fast while a need waits for its quiet window, or while a free one may come.
+        // Fast while a need waits for its quiet window, or while a free one may come. (Ticks
+        // are times since the agent started, counted from the last time it was asked.)
         let gap = if self.needed_since.is_some() || self.frozen {
             Duration::from_millis(10)
         } else {
             Duration::from_millis(50)
         };
-        Some(gap)
+        Some(self.asked + gap)
     }
 }
 
@@ -741,5 +747,16 @@ mod tests {
         assert!(s.tick(&mut gc, &obs(10.0, 5000, None)).unwrap().is_empty());
         assert!(gc.0.calls.is_empty());
         assert_eq!(s.next_tick(), None);
+    }
+
+    #[test]
+    fn asks_to_be_ticked_from_its_last_tick_on() {
+        let (mut s, mut gc) = started(SchedulerConfig::default());
+        s.tick(&mut gc, &obs(3.0, 100, None)).unwrap();
+        assert_eq!(s.next_tick(), Some(Duration::from_millis(3050)));
+        s.ready(&obs(7.5, 100, None));
+        s.tick(&mut gc, &obs(7.5, 100, None)).unwrap();
+        assert!(s.frozen);
+        assert_eq!(s.next_tick(), Some(Duration::from_millis(7510)));
     }
 }
