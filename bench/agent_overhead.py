@@ -195,11 +195,13 @@ class _Cyclic:
 
 
 def _time_collections(n_objects: int) -> tuple[float, int]:
+    """The loop's CPU time (this thread's: time spent preempted by other processes is not
+    counted; the gc callbacks run on this thread) and the number of collections it caused."""
     before = sum(s["collections"] for s in gc.get_stats())
-    t0 = time.perf_counter_ns()
+    t0 = time.thread_time_ns()
     for _ in range(n_objects):
         _Cyclic()
-    elapsed = time.perf_counter_ns() - t0
+    elapsed = time.thread_time_ns() - t0
     return elapsed, sum(s["collections"] for s in gc.get_stats()) - before
 
 
@@ -207,22 +209,27 @@ def _noop_callback(phase, info):
     pass
 
 
-def bench_callback(rounds: int, n_objects: int) -> dict[str, list[float]]:
-    """Loop time per collection: no callback, a no-op Python callback (CPython's own cost of
-    calling callbacks: it builds an info dict per phase), and the agent's."""
-    arms: dict[str, list[float]] = {"none": [], "noop": [], "agent": []}
-    for _ in range(rounds):
-        ns, n = _time_collections(n_objects)
-        arms["none"].append(ns / max(n, 1))
-        gc.callbacks.append(_noop_callback)
-        ns, n = _time_collections(n_objects)
-        gc.callbacks.remove(_noop_callback)
-        arms["noop"].append(ns / max(n, 1))
-        agent = neurogc.start(interval=1.0)
-        ns, n = _time_collections(n_objects)
-        agent.stop()
-        arms["agent"].append(ns / max(n, 1))
-    return arms
+def bench_callback(rounds: int, n_objects: int) -> list[dict[str, float]]:
+    """Per round, loop CPU time per collection (ns) for each arm: no callback, a no-op Python
+    callback (CPython's own cost of calling callbacks: it builds an info dict per phase), and the
+    agent's. After a warm-up loop, the arms' order rotates from round to round."""
+
+    def run(arm: str) -> float:
+        agent = neurogc.start(interval=1.0) if arm == "agent" else None
+        if arm == "noop":
+            gc.callbacks.append(_noop_callback)
+        try:
+            ns, n = _time_collections(n_objects)
+        finally:
+            if arm == "noop":
+                gc.callbacks.remove(_noop_callback)
+            if agent is not None:
+                agent.stop()
+        return ns / max(n, 1)
+
+    _time_collections(n_objects)  # warm-up, not counted
+    order = ["none", "noop", "agent"]
+    return [{arm: run(arm) for arm in order[r % 3 :] + order[: r % 3]} for r in range(rounds)]
 
 
 # ---- report --------------------------------------------------------------------------------
@@ -255,7 +262,8 @@ def main() -> int:
 
     asgi_med, asgi_lo, asgi_hi = added(req["asgi"])
     wsgi_med, wsgi_lo, wsgi_hi = added(req["wsgi"])
-    cb = {arm: statistics.median(v) / 1e3 for arm, v in callback.items()}
+    cb = {arm: statistics.median(r[arm] for r in callback) / 1e3 for arm in callback[0]}
+    cb_added = {arm: added([(r["none"], r[arm]) for r in callback]) for arm in ("noop", "agent")}
     cpu_1s = max(s["cpu_pct"] for s in sampler if s["interval"] == 1.0)
     cpu_10ms = max(s["cpu_pct"] for s in sampler if s["interval"] == 0.01)
 
@@ -300,13 +308,20 @@ def main() -> int:
         "",
         "## gc callback (timing every collection through `gc.callbacks`)",
         "",
-        f"A loop allocating 2,000,000 cyclic objects, loop time per collection (medians of "
-        f"{args.rounds} rounds, arms alternated):",
+        "A loop allocating 2,000,000 cyclic objects, its CPU time per collection (the thread's "
+        "own, so that time spent preempted by other processes does not count; medians of "
+        f"{args.rounds} rounds, the arms' order rotated each round). Added: the median of the "
+        "per-round differences from the no-callback arm [min, max].",
         "",
         "| no callback | a no-op Python callback | the NeuroGC agent |",
         "|---|---|---|",
-        f"| {cb['none']:.2f} µs | {cb['noop']:.2f} µs (+{cb['noop'] - cb['none']:.2f}) "
-        f"| {cb['agent']:.2f} µs (+{cb['agent'] - cb['none']:.2f}) |",
+        f"| {cb['none']:.2f} µs "
+        + " ".join(
+            f"| {cb[arm]:.2f} µs (added **{cb_added[arm][0]:+.2f} µs** "
+            f"[{cb_added[arm][1]:+.2f}, {cb_added[arm][2]:+.2f}])"
+            for arm in ("noop", "agent")
+        )
+        + " |",
         "",
         "CPython's own cost of calling any callback (building the info dict per phase) is the "
         "no-op column; the agent's timing and bookkeeping add the difference between the last two.",
