@@ -64,7 +64,7 @@ pub struct SchedulerConfig {
 impl Default for SchedulerConfig {
     fn default() -> Self {
         SchedulerConfig {
-            warmup: Duration::from_secs(5),
+            warmup: Duration::from_secs(3),
             freeze: true,
             quiet: 0.9,
             max_wait: Duration::from_secs(2),
@@ -132,8 +132,8 @@ pub struct Scheduler {
     pause_full: Estimate,
     pause_frozen: Estimate,
     pause_refreeze: Estimate,
-    /// Pause (ms) of a collection of the unfrozen part per second since the previous one.
-    pause_rate: Estimate,
+    /// Pauses of collections of the unfrozen part against the time since the previous one.
+    pause_model: PauseModel,
     /// RSS when the heap was (re-)frozen.
     rss_at_freeze: Option<u64>,
     /// Reported once: live memory above the budget.
@@ -146,6 +146,54 @@ pub struct Scheduler {
     asked: Duration,
     /// When the guard last collected.
     guard_fired: Option<Duration>,
+}
+
+/// Pauses (ms) of collections of the unfrozen part against the seconds since the one before:
+/// the most recent ones, fitted by least squares to `a + b·t` (both at least 0).
+#[derive(Clone, Debug, Default, PartialEq)]
+struct PauseModel {
+    points: std::collections::VecDeque<(f64, f64)>,
+}
+
+impl PauseModel {
+    const KEEP: usize = 16;
+
+    fn add(&mut self, t: f64, ms: f64) {
+        if self.points.len() == Self::KEEP {
+            self.points.pop_front();
+        }
+        self.points.push_back((t, ms));
+    }
+
+    /// `(a, b)` once three points exist; with one interval length only, all of the pause is
+    /// taken as growth (`a` = 0).
+    fn fit(&self) -> Option<(f64, f64)> {
+        if self.points.len() < 3 {
+            return None;
+        }
+        let n = self.points.len() as f64;
+        let (st, sp) = self
+            .points
+            .iter()
+            .fold((0.0, 0.0), |(a, b), (t, p)| (a + t, b + p));
+        let (mt, mp) = (st / n, sp / n);
+        let stt: f64 = self.points.iter().map(|(t, _)| (t - mt).powi(2)).sum();
+        let stp: f64 = self.points.iter().map(|(t, p)| (t - mt) * (p - mp)).sum();
+        if stt < 1e-9 * n {
+            return Some((0.0, mp / mt.max(1e-9)));
+        }
+        let b = (stp / stt).max(0.0);
+        let a = (mp - b * mt).max(0.0);
+        // A negative intercept clamped to 0: refit the slope through the origin.
+        let b = if mp - b * mt < 0.0 {
+            let num: f64 = self.points.iter().map(|(t, p)| t * p).sum();
+            let den: f64 = self.points.iter().map(|(t, _)| t * t).sum();
+            num / den
+        } else {
+            b
+        };
+        Some((a, b))
+    }
 }
 
 /// This thread's CPU time, ms.
@@ -183,7 +231,7 @@ impl Scheduler {
             pause_full: Estimate::new(),
             pause_frozen: Estimate::new(),
             pause_refreeze: Estimate::new(),
-            pause_rate: Estimate::new(),
+            pause_model: PauseModel::default(),
             rss_at_freeze: None,
             over_budget_said: false,
             warm: false,
@@ -198,15 +246,22 @@ impl Scheduler {
         self.budget
     }
 
-    /// How often the unfrozen part is collected: what keeps its pause near the target, from
-    /// the pause rate learned (2 s before any is), between 0.5 s and 30 s.
+    /// How often the unfrozen part is collected. A collection after `t` seconds pauses about
+    /// `a + b·t` (`a`: what stays live in it, `b`: garbage arriving); the delay it adds to the
+    /// requests that meet it grows with the square of the pause, so per second of service it
+    /// is least at `t = a / b` (a pause of `2a`), and a pause below the target (`pause=`) is
+    /// not worth collecting more often for: `t` is where the pause reaches max(target, 2a).
+    /// 2 s until the model has three points; between 0.1 s and 30 s.
     pub fn cadence(&self) -> Duration {
-        let secs = match self.pause_rate.value {
-            Some(rate) if rate > 0.0 => self.cfg.pause.as_secs_f64() * 1e3 / rate,
+        let secs = match self.pause_model.fit() {
+            Some((a, b)) if b > 0.0 => {
+                let target = (self.cfg.pause.as_secs_f64() * 1e3).max(2.0 * a);
+                (target - a) / b
+            }
             Some(_) => 30.0,
             None => 2.0,
         };
-        Duration::from_secs_f64(secs.clamp(0.5, 30.0))
+        Duration::from_secs_f64(secs.clamp(0.1, 30.0))
     }
 
     fn predicted_pause_ms(&self, plan: &Plan) -> f64 {
@@ -357,12 +412,18 @@ impl Scheduler {
                 format!("quiet window: P(no arrival in {pause:.1} ms) = {p:.2}"),
             ));
         }
-        if obs.elapsed >= since + self.cfg.max_wait {
+        // Waiting longer than half the cadence lets the pause grow more than the wait can save.
+        let wait = if self.frozen {
+            self.cfg.max_wait.min(self.cadence() / 2)
+        } else {
+            self.cfg.max_wait
+        };
+        if obs.elapsed >= since + wait {
             return Some((
                 plan,
                 format!(
-                    "no quiet window in {:.1} s (P = {p:.2} for {pause:.1} ms)",
-                    self.cfg.max_wait.as_secs_f64()
+                    "no quiet window in {:.2} s (P = {p:.2} for {pause:.1} ms)",
+                    wait.as_secs_f64()
                 ),
             ));
         }
@@ -395,8 +456,8 @@ impl Scheduler {
                 if self.frozen {
                     self.pause_frozen.add(ms);
                     let since = (obs.elapsed.saturating_sub(self.last_full)).as_secs_f64();
-                    if since > 0.05 {
-                        self.pause_rate.add(ms / since);
+                    if since > 0.02 {
+                        self.pause_model.add(since, ms);
                     }
                 } else {
                     self.pause_full.add(ms);
@@ -591,7 +652,7 @@ mod tests {
         let (mut s, mut gc) = started(SchedulerConfig::default());
         assert_eq!(gc.threshold, [700, 10, HELD_BACK]);
         assert!(s.tick(&mut gc, &obs(1.0, 100, None)).unwrap().is_empty());
-        let a = s.tick(&mut gc, &obs(5.0, 100, None)).unwrap();
+        let a = s.tick(&mut gc, &obs(3.0, 100, None)).unwrap();
         assert!(a[0].action.ends_with("gc.freeze()"), "{a:?}");
         assert_eq!(gc.calls[1..], ["collect(2)", "freeze"]);
         assert!(s.frozen);
@@ -641,7 +702,7 @@ mod tests {
             .unwrap()
             .is_empty());
         let a = s.tick(&mut gc, &obs(4.1, 140, Some(busy))).unwrap();
-        assert!(a[0].reason.contains("no quiet window in 2.0 s"), "{a:?}");
+        assert!(a[0].reason.contains("no quiet window in 2.00 s"), "{a:?}");
         assert!(a[0].reason.contains("2 in flight"), "{a:?}");
     }
 
@@ -750,10 +811,29 @@ mod tests {
     }
 
     #[test]
+    fn the_cadence_follows_the_pause_model() {
+        let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
+        assert_eq!(s.cadence(), Duration::from_secs(2), "before any point");
+        // Pause ∝ time (45 ms per second): collect every 5/45 s for 5 ms pauses.
+        for t in [0.6, 2.2, 1.0] {
+            s.pause_model.add(t, 45.0 * t);
+        }
+        let c = s.cadence().as_secs_f64();
+        assert!((c - 5.0 / 45.0).abs() < 1e-6, "{c}");
+        // A large live part (a = 20 ms): pauses of 2a at t = a / b.
+        let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
+        for t in [0.5, 1.0, 2.0, 4.0] {
+            s.pause_model.add(t, 20.0 + 10.0 * t);
+        }
+        let c = s.cadence().as_secs_f64();
+        assert!((c - 2.0).abs() < 1e-6, "{c}");
+    }
+
+    #[test]
     fn asks_to_be_ticked_from_its_last_tick_on() {
         let (mut s, mut gc) = started(SchedulerConfig::default());
-        s.tick(&mut gc, &obs(3.0, 100, None)).unwrap();
-        assert_eq!(s.next_tick(), Some(Duration::from_millis(3050)));
+        s.tick(&mut gc, &obs(2.0, 100, None)).unwrap();
+        assert_eq!(s.next_tick(), Some(Duration::from_millis(2050)));
         s.ready(&obs(7.5, 100, None));
         s.tick(&mut gc, &obs(7.5, 100, None)).unwrap();
         assert!(s.frozen);
