@@ -182,6 +182,7 @@ impl Sampler {
                 in_flight: self.shared.in_flight.load(Ordering::Relaxed),
                 now_ns: self.shared.origin.ns(),
                 arrivals,
+                total: self.shared.arrivals.count(),
             })
     }
 

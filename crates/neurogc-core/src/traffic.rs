@@ -71,6 +71,8 @@ pub struct Traffic<'a> {
     pub now_ns: u64,
     /// Recent arrival times, oldest first.
     pub arrivals: &'a [u64],
+    /// Arrivals since the agent started.
+    pub total: u64,
 }
 
 impl Traffic<'_> {
@@ -148,6 +150,7 @@ mod tests {
             in_flight: 0,
             now_ns: 995 * MS + 4 * MS,
             arrivals: &steady,
+            total: 0,
         };
         assert!(
             t.quiet_chance(Duration::from_millis(2)) < 0.1,
@@ -168,11 +171,13 @@ mod tests {
             in_flight: 0,
             now_ns: last + MS,
             arrivals: &bursty,
+            total: 0,
         };
         let after = Traffic {
             in_flight: 0,
             now_ns: last + 20 * MS,
             arrivals: &bursty,
+            total: 0,
         };
         let d = Duration::from_millis(50);
         assert!(
@@ -198,6 +203,7 @@ mod tests {
             in_flight: 0,
             now_ns: 250 * MS,
             arrivals: &few,
+            total: 0,
         };
         let p = t.quiet_chance(Duration::from_millis(100));
         assert!((p - (-0.8f64).exp()).abs() < 0.01, "{p}");

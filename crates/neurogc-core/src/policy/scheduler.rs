@@ -127,6 +127,8 @@ pub struct Scheduler {
     /// gives little back).
     stale_growth: f64,
     last_full: Duration,
+    /// The work done by then (see [`Scheduler::work`]).
+    last_full_work: f64,
     /// Since when a collection has been needed but not yet run.
     needed_since: Option<Duration>,
     pause_full: Estimate,
@@ -227,6 +229,7 @@ impl Scheduler {
             live_after_full: None,
             stale_growth: 0.25,
             last_full: Duration::ZERO,
+            last_full_work: 0.0,
             needed_since: None,
             pause_full: Estimate::new(),
             pause_frozen: Estimate::new(),
@@ -246,22 +249,42 @@ impl Scheduler {
         self.budget
     }
 
-    /// How often the unfrozen part is collected. A collection after `t` seconds pauses about
-    /// `a + b·t` (`a`: what stays live in it, `b`: garbage arriving); the delay it adds to the
-    /// requests that meet it grows with the square of the pause, so per second of service it
-    /// is least at `t = a / b` (a pause of `2a`), and a pause below the target (`pause=`) is
-    /// not worth collecting more often for: `t` is where the pause reaches max(target, 2a).
-    /// 2 s until the model has three points; between 0.1 s and 30 s.
-    pub fn cadence(&self) -> Duration {
-        let secs = match self.pause_model.fit() {
+    /// The service's work so far, what makes garbage: requests served where a middleware
+    /// counts them, else seconds. (Seconds of a stopped or idle service make none.)
+    fn work(obs: &Observation) -> f64 {
+        obs.traffic
+            .map_or(obs.elapsed.as_secs_f64(), |t| t.total as f64)
+    }
+
+    fn unit(obs: &Observation) -> &'static str {
+        if obs.traffic.is_some() {
+            "requests"
+        } else {
+            "s"
+        }
+    }
+
+    /// How often the unfrozen part is collected, in work (see [`Scheduler::work`]). A
+    /// collection after `w` of work pauses about `a + b·w` (`a`: what stays live in it, `b`:
+    /// garbage arriving); the delay it adds to the requests that meet it grows with the square
+    /// of the pause, so per unit of work it is least at `w = a / b` (a pause of `2a`), and a
+    /// pause below the target (`pause=`) is not worth collecting more often for: `w` is where
+    /// the pause reaches max(target, 2a). Until the model has three points: 2 s of work or 400
+    /// requests.
+    pub fn cadence(&self, obs: &Observation) -> f64 {
+        let (default, lo, hi) = if obs.traffic.is_some() {
+            (400.0, 10.0, 100_000.0)
+        } else {
+            (2.0, 0.1, 30.0)
+        };
+        match self.pause_model.fit() {
             Some((a, b)) if b > 0.0 => {
                 let target = (self.cfg.pause.as_secs_f64() * 1e3).max(2.0 * a);
-                (target - a) / b
+                ((target - a) / b).clamp(lo, hi)
             }
-            Some(_) => 30.0,
-            None => 2.0,
-        };
-        Duration::from_secs_f64(secs.clamp(0.1, 30.0))
+            Some(_) => hi,
+            None => default,
+        }
     }
 
     fn predicted_pause_ms(&self, plan: &Plan) -> f64 {
@@ -350,11 +373,12 @@ impl Scheduler {
                 forced: false,
             });
         }
-        if self.frozen && obs.elapsed >= self.last_full + self.cadence() {
+        let cadence = self.cadence(obs);
+        if self.frozen && Self::work(obs) - self.last_full_work >= cadence {
             return Some(Plan::Collect {
                 why: format!(
-                    "due: every {:.2} s keeps the pause near {:.1} ms",
-                    self.cadence().as_secs_f64(),
+                    "due: every {cadence:.0} {} keeps the pause near {:.1} ms",
+                    Self::unit(obs),
                     self.cfg.pause.as_secs_f64() * 1e3
                 ),
                 forced: false,
@@ -382,8 +406,8 @@ impl Scheduler {
                 forced: false,
             });
             let p = quiet_chance(pause);
-            let spare =
-                obs.elapsed >= self.last_full + self.cfg.opportunistic.min(self.cadence() / 2);
+            let spare = obs.elapsed >= self.last_full + self.cfg.opportunistic
+                || Self::work(obs) - self.last_full_work >= self.cadence(obs) / 2.0;
             if self.frozen && spare && obs.traffic.is_some() && p >= self.cfg.quiet {
                 let plan = Plan::Collect {
                     why: "opportunistic".into(),
@@ -413,8 +437,11 @@ impl Scheduler {
             ));
         }
         // Waiting longer than half the cadence lets the pause grow more than the wait can save.
-        let wait = if self.frozen {
-            self.cfg.max_wait.min(self.cadence() / 2)
+        let rate = obs.traffic.map_or(1.0, |t| t.rate());
+        let wait = if self.frozen && rate > 0.0 {
+            self.cfg
+                .max_wait
+                .min(Duration::from_secs_f64(self.cadence(obs) / 2.0 / rate))
         } else {
             self.cfg.max_wait
         };
@@ -455,8 +482,8 @@ impl Scheduler {
                 let (n, ms) = Self::timed_collect(gc)?;
                 if self.frozen {
                     self.pause_frozen.add(ms);
-                    let since = (obs.elapsed.saturating_sub(self.last_full)).as_secs_f64();
-                    if since > 0.02 {
+                    let since = Self::work(obs) - self.last_full_work;
+                    if since > 0.0 {
                         self.pause_model.add(since, ms);
                     }
                 } else {
@@ -501,12 +528,15 @@ impl Scheduler {
                 }
                 self.needed_since = None;
                 self.last_full = obs.elapsed;
+                self.last_full_work = Self::work(obs);
+                self.last_full_work = Self::work(obs);
                 return Ok(actions);
             }
         }
         self.after_collection(obs);
         self.needed_since = None;
         self.last_full = obs.elapsed;
+        self.last_full_work = Self::work(obs);
         Ok(actions)
     }
 
@@ -564,6 +594,7 @@ impl Policy for Scheduler {
         gc.set_threshold(t)?;
         self.live_after_full = obs.rss_bytes;
         self.last_full = obs.elapsed;
+        self.last_full_work = Self::work(obs);
         Ok(vec![Action::new(
             format!("set_threshold({}, {}, {})", t[0], t[1], t[2]),
             match self.cfg.rss_budget {
@@ -680,6 +711,7 @@ mod tests {
             in_flight: 2,
             now_ns: 500_000_000,
             arrivals: &arrivals,
+            total: 100,
         };
         assert!(!s.ready(&obs(1.0, 120, Some(busy))));
         assert!(s
@@ -691,6 +723,7 @@ mod tests {
             in_flight: 0,
             now_ns: 900_000_000,
             arrivals: &arrivals,
+            total: 100,
         };
         assert!(s.ready(&obs(1.5, 120, Some(quiet))));
         let a = s.tick(&mut gc, &obs(1.5, 120, Some(quiet))).unwrap();
@@ -812,21 +845,36 @@ mod tests {
 
     #[test]
     fn the_cadence_follows_the_pause_model() {
+        let o = obs(1.0, 100, None);
         let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
-        assert_eq!(s.cadence(), Duration::from_secs(2), "before any point");
-        // Pause ∝ time (45 ms per second): collect every 5/45 s for 5 ms pauses.
+        assert_eq!(s.cadence(&o), 2.0, "before any point: 2 s");
+        // Pause ∝ work (45 ms per second): collect every 5/45 s for 5 ms pauses.
         for t in [0.6, 2.2, 1.0] {
             s.pause_model.add(t, 45.0 * t);
         }
-        let c = s.cadence().as_secs_f64();
+        let c = s.cadence(&o);
         assert!((c - 5.0 / 45.0).abs() < 1e-6, "{c}");
-        // A large live part (a = 20 ms): pauses of 2a at t = a / b.
+        // A large live part (a = 20 ms): pauses of 2a at w = a / b.
         let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
         for t in [0.5, 1.0, 2.0, 4.0] {
             s.pause_model.add(t, 20.0 + 10.0 * t);
         }
-        let c = s.cadence().as_secs_f64();
+        let c = s.cadence(&o);
         assert!((c - 2.0).abs() < 1e-6, "{c}");
+        // Counted in requests where a middleware counts them: idle or stopped time is no work.
+        let arrivals = [0u64, 1_000_000];
+        let traffic = Traffic {
+            in_flight: 0,
+            now_ns: 2_000_000,
+            arrivals: &arrivals,
+            total: 5000,
+        };
+        let o = obs(1.0, 100, Some(traffic));
+        assert_eq!(Scheduler::work(&o), 5000.0);
+        assert_eq!(
+            Scheduler::new("neurogc", SchedulerConfig::default()).cadence(&o),
+            400.0
+        );
     }
 
     #[test]
