@@ -22,7 +22,7 @@ PY_SOURCES := $(shell find python -name '*.py' 2>/dev/null) pyproject.toml
 WHEEL_STAMP := target/wheels/.built
 
 
-.PHONY: setup demo test test-matrix test-slow test-rust test-python test-python-versions test-web lint fmt bench bench-load bench-dashboard bench-models clean system-packages
+.PHONY: setup demo test test-matrix test-slow bench-suite bench-suite-quick test-rust test-python test-python-versions test-web lint fmt bench bench-load bench-dashboard bench-models clean system-packages
 
 setup: system-packages $(NPM_STAMP) $(VENV)/.deps $(VENV)/.neurogc $(VENV)/bin/neurogc
 
@@ -121,6 +121,13 @@ bench-load: setup
 # its load test in headless Chromium at full length; builds the binary itself.
 bench-dashboard: system-packages $(NPM_STAMP)
 	bash bench/dashboard/run.sh
+
+# The workload suite's scoreboard (bench/suite/RESULTS.md, ~55 min); bench-suite-quick: --quick.
+bench-suite: setup
+	bash bench/suite/run.sh
+
+bench-suite-quick: setup
+	QUICK=1 bash bench/suite/run.sh
 
 # Models vs PyTorch (bench/models/RESULTS.md); installs torch into .venv-bench itself.
 bench-models: setup
