@@ -130,7 +130,7 @@ def pipeline(tmp_path_factory, dashboard) -> dict:
     runs = root / "runs"
     data = root / "data" / "x.csv"
     collect = neurogc(
-        "collect", "--app", "demo", "--users", "8", "--spawn-rate", "8", "--run-time", "4s",
+        "collect", "--users", "8", "--spawn-rate", "8", "--run-time", "4s",
         "--warmup", "500ms", "--interval", "0.25", "--out", str(data), "--runs-dir", str(runs),
         "--dashboard-port", str(dashboard),
     )  # fmt: skip
@@ -143,7 +143,7 @@ def pipeline(tmp_path_factory, dashboard) -> dict:
     assert train.returncode == 0, train.stderr
     bench_runs = root / "bench-runs"
     bench = neurogc(
-        "bench", "--app", "demo", "--policy", "default", "--policy", f"neurogc-seed:{model}",
+        "bench", "--policy", "default", "--policy", f"neurogc-seed:{model}",
         "--mode", "sequential", "--repeat", "2", "--rate", "24", "--duration", "2s",
         "--warmup", "500ms", "--interval", "0.25", "--runs-dir", str(bench_runs), "--no-dashboard",
     )  # fmt: skip

@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 NEUROGC=${NEUROGC:-target/release/neurogc}
 rm -rf bench/aa/run.tmp && mkdir -p bench/aa/run.tmp
-"$NEUROGC" bench --app demo --policy default --policy default --mode alternating --repeat 5 --rate auto \
+"$NEUROGC" bench --policy default --policy default --mode alternating --repeat 5 --rate auto \
   --warmup 10s --duration 60s --name aa --runs-dir bench/aa/run.tmp --no-dashboard --no-report "$@"
 run=$(ls -d bench/aa/run.tmp/*-aa)
 rm -rf bench/aa/run && mv "$run" bench/aa/run && rm -rf bench/aa/run.tmp
