@@ -223,6 +223,10 @@ def serve_wsgi(w: Workload, args: argparse.Namespace) -> int:
         f"{args.host}:{args.port}",
         "--log-level",
         "warning",
+        # No worker timeout: a server the suite stops (SIGSTOP) between its turns would otherwise
+        # find its worker "silent" when continued and have it killed and restarted.
+        "--timeout",
+        "0",
         f"{w.module}:app",
     ]
     sys.stdout.flush()

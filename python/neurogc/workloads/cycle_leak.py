@@ -40,7 +40,7 @@ from ._base import new_app, positive
 DEFAULT_DOCUMENTS = 2_000
 DEFAULT_PAYLOAD = 64 * 1024
 DEFAULT_SECTIONS = 12
-DEFAULT_READ = 16_000
+DEFAULT_READ = 65_536
 WORDS = (
     b"garbage collector generation reference cycle object heap pause freeze threshold young old "
     b"request latency memory payload document revision section owner store retire promote scan "

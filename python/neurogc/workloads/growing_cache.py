@@ -1,30 +1,35 @@
 """``growing-cache``: a large live set that keeps turning over: a session LRU cache.
 
-What lives: an LRU cache of up to ``sessions`` web sessions (default 10,000), filled at start-up
-as a warm cache would be. Each session is an object graph with cycles: the session and its user
-point at each other (the user keeps a list of its sessions), the session and its cart point at
-each other, and every cart item points back at its cart; there are addresses, preferences, a
-browsing history and a 4 KiB cached page fragment. About 40 tracked objects per session: some
-400,000 in all, plus a small static product list.
+What lives: an LRU cache of up to ``sessions`` web sessions (default 6,000), warmed up at
+start-up by the same traffic that drives it (so the suite starts from a full, turned-over cache).
+Each session is an object graph with cycles: the session and its user point at each other (the
+user keeps a list of its sessions), the session and its cart point at each other, every cart item
+points back at its cart, and the last rendered page (a widget tree with parent links) hangs off
+the session; there are addresses, preferences, a browsing history and a 16 KiB cached page
+fragment. About 70 tracked objects per session: some 400,000 in all, plus a small static product
+list.
 
-What dies, when: ``/login`` creates a session (a user, a cart of a few items) and evicts the least
-recently used one; ``/cart`` adds an item to a session's cart (the live set grows) and ``/page``
-renders a page from one (both refresh it in the LRU order). At the suite's load the whole cache
-turns over in a minute or two, so sessions live long enough to be promoted to the old generation
-and die there, as cyclic garbage that only a full collection can free.
+What dies, when: ``/login`` creates a session (a user, a cart of ``items`` items) and evicts the
+least recently used one; ``/cart`` adds an item to a session's cart (the live set grows) and
+``/page`` renders a page from one, replacing its previous page (both refresh it in the LRU
+order). Half the requests are logins, so at the suite's load (~250 req/s) the whole cache turns
+over in about a minute: sessions live long enough to be promoted to the old generation and die
+there, as cyclic garbage that only a full collection can free; replaced pages die there too.
 
-What CPython's collector does with it: promotions (new sessions, new cart items) feed the 25 %
-rule, so full collections run every several seconds to tens of seconds, scan the whole cache and
-free tens of thousands of dead session objects each time. Memory stays bounded.
+What CPython's collector does with it: promotions (new sessions, cart items, pages) feed the 25 %
+rule, so a full collection runs every several seconds; it scans the whole cache (~100-150 ms) and
+frees the tens of thousands of objects of the sessions evicted since the last one. Memory stays
+bounded.
 
 Which recipe should win: not a one-shot ``freeze``. Freezing the warm cache helps at first, but
-the frozen sessions are evicted within minutes and never freed (RSS grows for as long as frozen
-sessions keep dying), whatever is attached to them after the freeze (new cart items, history)
-stays reachable from frozen garbage and is scanned by every later full collection without ever
-being freed, and the unfrozen old generation grows back to the size of the cache, so full
-collections come back to their old size. A scheduled old-generation collection (collect the old
-generation at a cadence matched to the turnover, in the quiet moments) keeps memory bounded and
-the pauses no larger than the default's.
+the frozen sessions are all evicted within a minute or two and never freed (RSS grows by about
+20 KiB per evicted session for as long as frozen sessions keep dying); whatever is attached to
+them after the freeze (new cart items, pages, history) stays reachable from frozen garbage and is
+scanned by every later full collection without ever being freed; and the unfrozen old generation
+grows back to the size of the cache, so within a turnover the full collections are back to their
+old size and cadence. A scheduled old-generation collection (a full collection at a cadence
+matched to the turnover, in the quiet moments) keeps memory bounded with pauses no larger than
+the default's. A collector switched off (or a period too long) lets the evicted sessions pile up.
 
 Options (``create_app`` keywords, ``serve --set KEY=VALUE``): ``sessions`` (cache capacity),
 ``items`` (cart items per new session), ``fragment`` (bytes of cached page per session),
@@ -44,7 +49,7 @@ from ._base import new_app, positive
 
 DEFAULT_SESSIONS = 6_000
 DEFAULT_ITEMS = 12
-DEFAULT_FRAGMENT = 8192
+DEFAULT_FRAGMENT = 16_384
 DEFAULT_PRODUCTS = 5_000
 DEFAULT_RECOMMEND = 4_000
 HISTORY = 8  # pages remembered per session

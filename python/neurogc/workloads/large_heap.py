@@ -6,32 +6,34 @@ items elsewhere in the catalogue, a dict of attributes and a list inside it), pl
 buffer of the ``recent`` latest request traces (default 256), the kind a service keeps for a
 debug page or a slow-request log.
 
-What dies, when: every request looks up items and records a trace: a tree of ``spans`` spans
-(default 40), each with a parent link and a list of children (reference cycles), its attributes
-and events: about 220 tracked objects. The trace stays in the buffer until ``recent`` newer
-requests have pushed it out, a few seconds at the suite's load; only then is it garbage, and only
-the cyclic collector can free it.
+What dies, when: every ``/cyclic`` request scores ``scan`` items (default 9,000) of the catalogue
+and records a trace: a tree of ``spans`` spans (default 48), each with a parent link and a list
+of children (reference cycles), its attributes and events, and the results it answered: about
+330 tracked objects (``/item``: a quarter of the spans, about 70). The trace stays in the buffer
+until ``recent`` newer requests have pushed it out, about a second at the suite's load; only then
+is it garbage, and only the cyclic collector can free it.
 
 What CPython's collector does with it: a trace outlives the young collections (the middle
-generation is collected every few hundred ms at this allocation rate), so it is promoted to the
+generation is collected every few tens of ms at this allocation rate), so it is promoted to the
 old generation and dies there. Each promotion adds to ``long_lived_pending``; once that exceeds
 25 % of the objects the last full collection left alive (the catalogue: 1.5 M), CPython runs a
 full collection, and a full collection scans everything: the catalogue, the live traces and the
-dead ones, about 2 M objects, hundreds of ms during which every request waits. At ~150 req/s
-that happens every ten seconds or so (the time to promote ~400 k objects).
+dead ones, about 2 M objects, some 400 ms during which every request waits. At 200-300 req/s
+that happens every 4-6 s (the time to promote ~400 k objects).
 
 Which recipe should win: ``freeze`` (after warm-up: one full collection, then ``gc.freeze()``).
 The catalogue goes to the permanent generation; later full collections scan only the traces
-(about 100 k objects: ~10-20 ms, more often). Raising threshold0 a lot (``threshold:50000,20,20``)
-lets traces die in the young generations before they are promoted, trading the full collections
-for rarer but large middle-generation ones. A fixed full-collection schedule (``periodic``) is the
-worst recipe here: it scans the whole catalogue every period, whether or not anything died.
+(about 100 k objects: 10-20 ms, several a second). Raising threshold0 a lot
+(``threshold:50000,20,20``) lets traces die in the young generations before they are promoted,
+trading the full collections for rarer middle-generation ones that scan up to a million young
+objects. A fixed full-collection schedule (``periodic``) is the worst recipe here: it scans the
+whole catalogue every period, whether or not anything died.
 
 The demo's ``--scenario large-heap`` is this workload (its ``--heap-objects`` is ``heap_objects``)
 with the seed's endpoints beside it.
 
 Options (``create_app`` keywords, ``serve --set KEY=VALUE``): ``heap_objects``, ``recent``,
-``spans``.
+``spans``, ``scan``.
 """
 
 from __future__ import annotations
@@ -47,8 +49,8 @@ from ._base import new_app, positive
 
 DEFAULT_HEAP_OBJECTS = 1_500_000
 DEFAULT_RECENT = 256
-DEFAULT_SPANS = 64
-DEFAULT_SCAN = 6_000
+DEFAULT_SPANS = 48
+DEFAULT_SCAN = 9_000
 # Tracked objects per catalogue item: the Item, its tags, its related items, its attributes dict
 # and the list of sizes in it.
 OBJECTS_PER_ITEM = 5

@@ -8,7 +8,7 @@ variables (the app is built when first asked for, so in the worker, not in gunic
 What lives: a framework-sized heap built at start-up and never changed: model metadata (tables,
 columns with their types, defaults, constraints and back-references to their table), a URL map
 (rules with converters and defaults), configuration and a message catalogue: about
-``framework_objects`` tracked objects (default 250,000), on top of what Flask, Werkzeug and
+``framework_objects`` tracked objects (default 400,000), on top of what Flask, Werkzeug and
 Jinja2 themselves keep (compiled templates included).
 
 What dies, when: every request opens an ORM session with an identity map and loads rows into
@@ -47,7 +47,7 @@ from flask import Flask, jsonify, render_template, request
 
 from . import _env
 
-DEFAULT_FRAMEWORK_OBJECTS = 250_000
+DEFAULT_FRAMEWORK_OBJECTS = 400_000
 DEFAULT_ORDERS = 30
 DEFAULT_LINES = 8
 USERS = 10_000
