@@ -37,7 +37,10 @@ use neurogc_record::Mode;
 
 /// The committed floors, one per design measured on this machine type (written by the A/A
 /// scripts: `bench/aa/run.sh`, `bench/suite/aa.sh`), as (file name, JSON).
-const BUILT_IN: &[(&str, &str)] = &[];
+const BUILT_IN: &[(&str, &str)] = &[
+    ("turns-5x6s.json", include_str!("../floors/turns-5x6s.json")),
+    ("turns-2x3s.json", include_str!("../floors/turns-2x3s.json")),
+];
 
 /// Where the built-in floors live in the repository, for messages.
 pub const BUILT_IN_DIR: &str = "crates/neurogc-report/floors";
