@@ -32,30 +32,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    import uvicorn
-
-    import neurogc
-
+    from ..workloads._base import serve_with_agent
     from .app import create_app
 
     try:
         app = create_app(args.scenario, args.heap_objects, agent_enabled=not args.no_agent)
-        if not args.no_agent:
-            # The app serves its own /metrics (the seed's route); the middleware only measures.
-            app = neurogc.install(
-                app,
-                policy=args.policy,
-                interval=args.interval,
-                csv=args.csv,
-                gc_events_csv=args.gc_events_csv,
-                metrics_path=None,
-            )
+        serve_with_agent(app, args)
     except (ValueError, OSError) as exc:
         print(f"neurogc.demo: error: {exc}", file=sys.stderr)
         return 2
-    uvicorn.run(
-        app, host=args.host, port=args.port, log_level="warning", access_log=False, lifespan="on"
-    )
     return 0
 
 

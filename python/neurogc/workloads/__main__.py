@@ -165,29 +165,13 @@ def serve_asgi(w: Workload, args: argparse.Namespace) -> int:
     _require("fastapi", "uvicorn", extra="demo")
     module = importlib.import_module(w.module)
     options = parse_options(args.set, w, module.create_app)
-    import uvicorn
-
-    import neurogc
+    from ._base import serve_with_agent
 
     try:
         app = module.create_app(**options)
-    except ValueError as exc:
+        serve_with_agent(app, args)
+    except (ValueError, OSError) as exc:
         raise UsageError(str(exc)) from None
-    if not args.no_agent:
-        try:
-            app = neurogc.install(
-                app,
-                policy=args.policy,
-                interval=args.interval,
-                csv=args.csv,
-                gc_events_csv=args.gc_events_csv,
-                metrics_path=None,
-            )
-        except (ValueError, OSError) as exc:
-            raise UsageError(str(exc)) from None
-    uvicorn.run(
-        app, host=args.host, port=args.port, log_level="warning", access_log=False, lifespan="on"
-    )
     return 0
 
 

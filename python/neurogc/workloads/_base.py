@@ -54,3 +54,26 @@ def new_app(
         return {"status": "ok"}
 
     return app
+
+
+def serve_with_agent(app: Any, args: Any) -> None:
+    """Serves ``app`` with uvicorn on ``args.host:args.port``, with the agent
+    (``args.policy``, ``interval``, ``csv``, ``gc_events_csv``) unless ``args.no_agent``. A bad
+    policy or output path raises ValueError or OSError before anything is served."""
+    import uvicorn
+
+    import neurogc
+
+    if not args.no_agent:
+        # The app serves its own routes (the demo's /metrics included); the middleware measures.
+        app = neurogc.install(
+            app,
+            policy=args.policy,
+            interval=args.interval,
+            csv=args.csv,
+            gc_events_csv=args.gc_events_csv,
+            metrics_path=None,
+        )
+    uvicorn.run(
+        app, host=args.host, port=args.port, log_level="warning", access_log=False, lifespan="on"
+    )
