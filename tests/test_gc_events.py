@@ -15,7 +15,7 @@ import pytest
 import neurogc
 from conftest import run_python, wait_for
 
-HEADER = "time,generation,pause_ms,collected,uncollectable,reason"
+HEADER = "time,generation,pause_ms,collected,uncollectable,reason,in_flight,trigger,predicted_ms"
 
 
 class Cyclic:
@@ -72,6 +72,11 @@ def test_one_row_per_collection_with_its_reason(tmp_path, gc_disabled):
     reasons = [r["reason"] for r in rows]
     assert reasons.count("runtime") == 4 and reasons.count("policy") >= 2, reasons
     assert all(r["generation"] == "2" for r in rows if r["reason"] == "policy")
+    # Why each ran: the timer's for the policy's, nothing for CPython's; no middleware counts
+    # requests here, so in-flight is unknown (empty), never a made-up zero.
+    assert {r["trigger"] for r in rows} == {"timer", ""}, rows
+    assert all((r["trigger"] == "timer") == (r["reason"] == "policy") for r in rows), rows
+    assert all(r["in_flight"] == "" and r["predicted_ms"] == "" for r in rows), rows
     assert [int(r["collected"]) for r in rows if r["reason"] == "runtime"][0] >= 1000
     times = [float(r["time"]) for r in rows]
     assert times == sorted(times) and before <= times[0] and times[-1] <= after

@@ -42,7 +42,8 @@ def test_it_holds_full_collections_back_and_freezes_the_warm_heap(clean_gc, tmp_
 
 def test_it_collects_the_old_generation_it_owns(clean_gc, tmp_path):
     path = tmp_path / "samples.csv"
-    agent = neurogc.start("neurogc,warmup=0.2", interval=0.05, csv=path)
+    events = tmp_path / "gc-events.csv"
+    agent = neurogc.start("neurogc,warmup=0.2", interval=0.05, csv=path, gc_events_csv=events)
     wait_for(lambda: gc.get_freeze_count() > 0, 5, "the freeze")
     before = agent.totals()["policy_collections"]
     full_before = gc.get_stats()[2]["collections"]
@@ -63,6 +64,12 @@ def test_it_collects_the_old_generation_it_owns(clean_gc, tmp_path):
         # Each says why now, what it predicted, and what it measured.
         assert "predicted pause" in r["policy_reason"], r
         assert " ms" in r["policy_action"], r
+    # And in the GC events: the freeze first, then the reasons of the old-generation collections,
+    # each with the pause it predicted.
+    ours = [r for r in csv.DictReader(events.open()) if r["reason"] == "policy"]
+    assert ours[0]["trigger"] == "freeze", ours[0]
+    assert {r["trigger"] for r in ours[1:]} <= {"due", "quiet", "growth", "stale", "guard"}, ours
+    assert len(ours) >= 2 and all(float(r["predicted_ms"]) > 0 for r in ours), ours
 
 
 def test_a_bad_spec_names_the_problem():

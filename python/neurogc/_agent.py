@@ -132,8 +132,8 @@ def start(
     child, ``samples.csv`` becomes ``samples-<pid>.csv``; a ``{pid}`` in the path is replaced.
 
     ``gc_events_csv``: append one row per collection to this file
-    (``time,generation,pause_ms,collected,uncollectable,reason``; ``reason`` is ``policy`` or
-    ``runtime``), written and flushed at each sample and at stop; same fork rule as ``csv``.
+    (``time,generation,pause_ms,collected,uncollectable,reason,in_flight,trigger,predicted_ms``;
+    ``reason`` is ``policy`` or ``runtime``, ``trigger`` why a policy ran it), written and flushed at each sample and at stop; same fork rule as ``csv``.
 
     Raises ``ValueError`` for a bad policy spec or interval, ``OSError`` if a CSV cannot be
     opened, ``RuntimeError`` if an agent is already running in this process.

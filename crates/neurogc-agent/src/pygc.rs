@@ -3,11 +3,11 @@
 
 use std::sync::atomic::Ordering;
 
-use neurogc_core::policy::{Collector, GcControl, GcError};
+use neurogc_core::policy::{Collector, GcControl, GcError, Intent};
 use pyo3::prelude::*;
 use pyo3::types::PyModule;
 
-use crate::shared::Shared;
+use crate::shared::{lock, Shared};
 
 pub struct PyGc<'py, 'a> {
     gc: Bound<'py, PyModule>,
@@ -41,8 +41,9 @@ impl<'py, 'a> PyGc<'py, 'a> {
 }
 
 impl GcControl for PyGc<'_, '_> {
-    fn collect(&mut self, generation: u8) -> Result<u64, GcError> {
+    fn collect(&mut self, generation: u8, intent: Intent) -> Result<u64, GcError> {
         // Attribute the callback's events to the policy; no lock is held during the collection.
+        *lock(&self.shared.policy_intent) = Some(intent);
         self.shared.policy_collecting.store(true, Ordering::Relaxed);
         let result = self.gc.call_method1("collect", (generation,));
         self.shared

@@ -9,6 +9,7 @@ use std::time::Instant;
 use neurogc_core::gcstats::{CollectionCause, GcEvent, GcWindow};
 use neurogc_core::latency::RequestWindow;
 use neurogc_core::overlap::GcEpochs;
+use neurogc_core::policy::Intent;
 use neurogc_core::prometheus::AgentTotals;
 use neurogc_core::sample::Sample;
 use neurogc_core::traffic::ArrivalRing;
@@ -20,6 +21,7 @@ struct Pending {
     started: Instant,
     start_time: f64,
     generation: u8,
+    in_flight: Option<u32>,
 }
 
 #[derive(Default)]
@@ -49,6 +51,8 @@ pub struct Shared {
     pub epochs: GcEpochs,
     /// Set while the sampler runs a collection for the policy, so the callback can attribute it.
     pub policy_collecting: AtomicBool,
+    /// Why the policy runs the collection under way (set with `policy_collecting`).
+    pub policy_intent: Mutex<Option<Intent>>,
     pub latest: Mutex<Option<Sample>>,
     pub totals: Mutex<AgentTotals>,
     stop_requested: Mutex<bool>,
@@ -139,10 +143,14 @@ impl Shared {
 
     pub fn gc_started(&self, generation: u8) {
         self.epochs.started(generation);
+        let in_flight = self.serves_requests.load(Ordering::Relaxed).then(|| {
+            u32::try_from(self.in_flight.load(Ordering::Relaxed).max(0)).unwrap_or(u32::MAX)
+        });
         let pending = Pending {
             started: Instant::now(),
             start_time: unix_now(),
             generation,
+            in_flight,
         };
         let mut gc = lock(&self.gc);
         if !gc.closed {
@@ -153,22 +161,23 @@ impl Shared {
     pub fn gc_stopped(&self, generation: u8, collected: u64, uncollectable: u64) {
         let stopped = Instant::now();
         self.epochs.stopped();
-        let cause = if self.policy_collecting.load(Ordering::Relaxed) {
-            CollectionCause::Policy
+        let (cause, intent) = if self.policy_collecting.load(Ordering::Relaxed) {
+            (CollectionCause::Policy, *lock(&self.policy_intent))
         } else {
-            CollectionCause::Runtime
+            (CollectionCause::Runtime, None)
         };
         let mut gc = lock(&self.gc);
         if gc.closed {
             return;
         }
         // A stop without its start (the agent began mid-collection) has no measurable pause.
-        let (pause_ns, start_time) = match gc.pending.take() {
+        let (pause_ns, start_time, in_flight) = match gc.pending.take() {
             Some(p) if p.generation == generation => (
                 u64::try_from((stopped - p.started).as_nanos()).unwrap_or(u64::MAX),
                 p.start_time,
+                p.in_flight,
             ),
-            _ => (0, unix_now()),
+            _ => (0, unix_now(), None),
         };
         gc.window.record(GcEvent {
             start_time,
@@ -177,6 +186,8 @@ impl Shared {
             collected,
             uncollectable,
             cause,
+            in_flight,
+            intent,
         });
     }
 

@@ -222,6 +222,8 @@ mod tests {
             collected: 3,
             uncollectable: 0,
             cause,
+            in_flight: None,
+            intent: None,
         };
         let mut sink = CsvSink::open_with_columns(&path, &GcEvent::CSV_COLUMNS).unwrap();
         let batch = [
@@ -230,17 +232,17 @@ mod tests {
         ];
         sink.write_rows(batch.iter().map(GcEvent::csv_fields))
             .unwrap();
-        sink.write_rows(std::iter::empty::<[String; 6]>()).unwrap();
+        sink.write_rows(std::iter::empty::<[String; 9]>()).unwrap();
         assert_eq!(sink.rows_written(), 2);
         let mut sink = CsvSink::open_with_columns(&path, &GcEvent::CSV_COLUMNS).unwrap();
         sink.write_rows([event(1, CollectionCause::Runtime).csv_fields()])
             .unwrap();
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
-            "time,generation,pause_ms,collected,uncollectable,reason\n\
-             1.500000,0,0.002,3,0,runtime\n\
-             1.500000,2,0.002,3,0,policy\n\
-             1.500000,1,0.002,3,0,runtime\n"
+            "time,generation,pause_ms,collected,uncollectable,reason,in_flight,trigger,predicted_ms\n\
+             1.500000,0,0.002,3,0,runtime,,,\n\
+             1.500000,2,0.002,3,0,policy,,,\n\
+             1.500000,1,0.002,3,0,runtime,,,\n"
         );
         // The samples CSV's header is not ours: refused.
         assert!(CsvSink::open(&path).is_err());

@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use crate::policy::{Intent, Trigger};
 use crate::sample::read::{BadRows, Cell, ColumnKind, CsvTable, ReadError};
 use crate::sample::GenerationSample;
 
@@ -37,23 +38,32 @@ pub struct GcEvent {
     pub collected: u64,
     pub uncollectable: u64,
     pub cause: CollectionCause,
+    /// Requests in flight when it started (None where no middleware counts them).
+    pub in_flight: Option<u32>,
+    /// Why the policy ran it and the pause it predicted (policy collections only).
+    pub intent: Option<Intent>,
 }
 
 impl GcEvent {
     /// The GC events CSV: one row per collection (docs/runs.md, `gc-events.csv`).
-    pub const CSV_COLUMNS: [&'static str; 6] = [
+    pub const CSV_COLUMNS: [&'static str; 9] = [
         "time",
         "generation",
         "pause_ms",
         "collected",
         "uncollectable",
         "reason",
+        "in_flight",
+        "trigger",
+        "predicted_ms",
     ];
 
     /// The row in [`GcEvent::CSV_COLUMNS`] order: `time` in Unix seconds with 6 decimals,
-    /// `pause_ms` rounded to the microsecond, `reason` `policy` or `runtime`.
-    pub fn csv_fields(&self) -> [String; 6] {
+    /// `pause_ms` rounded to the microsecond, `reason` `policy` or `runtime`; what is not known
+    /// is empty.
+    pub fn csv_fields(&self) -> [String; 9] {
         let us = self.pause_ns.saturating_add(500) / 1_000;
+        let opt = |v: Option<String>| v.unwrap_or_default();
         [
             format!("{:.6}", self.start_time),
             self.generation.to_string(),
@@ -61,6 +71,12 @@ impl GcEvent {
             self.collected.to_string(),
             self.uncollectable.to_string(),
             self.cause.as_str().to_string(),
+            opt(self.in_flight.map(|n| n.to_string())),
+            opt(self.intent.map(|i| i.trigger.as_str().to_string())),
+            opt(self
+                .intent
+                .and_then(|i| i.predicted_ms)
+                .map(|ms| format!("{ms:.3}"))),
         ]
     }
 }
@@ -68,10 +84,9 @@ impl GcEvent {
 /// How the columns of the GC events CSV are read back.
 pub fn event_column_kind(column: &str) -> Option<ColumnKind> {
     match column {
-        "reason" => Some(ColumnKind::Text),
-        "time" | "generation" | "pause_ms" | "collected" | "uncollectable" => {
-            Some(ColumnKind::Number)
-        }
+        "reason" | "trigger" => Some(ColumnKind::Text),
+        "time" | "generation" | "pause_ms" | "collected" | "uncollectable" | "in_flight"
+        | "predicted_ms" => Some(ColumnKind::Number),
         _ => None,
     }
 }
@@ -84,6 +99,10 @@ pub struct RecordedEvent {
     pub pause_ms: f64,
     pub collected: Option<u64>,
     pub reason: String,
+    /// The columns added later are empty (None) in older files.
+    pub in_flight: Option<u32>,
+    pub trigger: Option<Trigger>,
+    pub predicted_ms: Option<f64>,
 }
 
 /// Reads a GC events CSV (`shown` names it in errors): the same cell and truncated-line rules
@@ -119,9 +138,14 @@ pub fn read_events(
         let pause_ms = table
             .number(row, "pause_ms")
             .ok_or_else(|| bad("empty pause_ms".into()))?;
-        let reason = match table.cell(row, "reason") {
+        let text = |column| match table.cell(row, column) {
             Some(Cell::Text(s)) => s.clone(),
             _ => String::new(),
+        };
+        let reason = text("reason");
+        let trigger = match text("trigger").as_str() {
+            "" => None,
+            t => Some(Trigger::parse(t).ok_or_else(|| bad(format!("unknown trigger {t:?}")))?),
         };
         events.push(RecordedEvent {
             time: table.time(row),
@@ -129,6 +153,9 @@ pub fn read_events(
             pause_ms,
             collected: table.number(row, "collected").map(|c| c as u64),
             reason,
+            in_flight: table.number(row, "in_flight").map(|n| n as u32),
+            trigger,
+            predicted_ms: table.number(row, "predicted_ms"),
         });
     }
     Ok((events, table.warnings))
@@ -207,6 +234,8 @@ mod tests {
             collected,
             uncollectable: 0,
             cause: CollectionCause::Runtime,
+            in_flight: None,
+            intent: None,
         }
     }
 
@@ -219,20 +248,50 @@ mod tests {
         let mut e = ev(2, 12_345_678, 99);
         e.start_time = 10.5;
         e.cause = CollectionCause::Policy;
-        sink.write_rows([e.csv_fields()]).unwrap();
+        e.in_flight = Some(3);
+        e.intent = Some(Intent {
+            trigger: Trigger::Quiet,
+            predicted_ms: Some(11.0),
+        });
+        let mut young = ev(0, 1_000, 5);
+        young.in_flight = Some(0);
+        sink.write_rows([e.csv_fields(), young.csv_fields()])
+            .unwrap();
         drop(sink);
         let (events, warnings) = read_events(&path, "gc").unwrap();
         assert!(warnings.is_empty());
         assert_eq!(
-            events,
-            [RecordedEvent {
+            events[0],
+            RecordedEvent {
                 time: 10.5,
                 generation: 2,
                 pause_ms: 12.346,
                 collected: Some(99),
-                reason: "policy".into()
-            }]
+                reason: "policy".into(),
+                in_flight: Some(3),
+                trigger: Some(Trigger::Quiet),
+                predicted_ms: Some(11.0),
+            }
         );
+        assert_eq!(
+            (
+                events[1].in_flight,
+                events[1].trigger,
+                events[1].predicted_ms
+            ),
+            (Some(0), None, None)
+        );
+        // Files from before the last three columns read with them unknown.
+        std::fs::write(
+            &path,
+            "time,generation,pause_ms,collected,uncollectable,reason\n1.5,1,0.2,4,0,runtime\n",
+        )
+        .unwrap();
+        let (old, _) = read_events(&path, "gc").unwrap();
+        assert_eq!((old[0].in_flight, old[0].trigger), (None, None));
+        std::fs::write(&path, "time,generation,pause_ms,trigger\n1.5,1,0.2,whim\n").unwrap();
+        let e = read_events(&path, "gc").unwrap_err().to_string();
+        assert!(e.contains("gc:2: unknown trigger \"whim\""), "{e}");
         std::fs::write(&path, "time,generation,pause_ms\n1.5,3,0.2\n").unwrap();
         let e = read_events(&path, "gc").unwrap_err().to_string();
         assert!(
@@ -288,10 +347,26 @@ mod tests {
             collected: 7,
             uncollectable: 1,
             cause: CollectionCause::Policy,
+            in_flight: Some(2),
+            intent: Some(Intent {
+                trigger: Trigger::Due,
+                predicted_ms: Some(9.5),
+            }),
         };
         assert_eq!(
             e.csv_fields(),
-            ["1763782800.123457", "2", "12.346", "7", "1", "policy"].map(String::from)
+            [
+                "1763782800.123457",
+                "2",
+                "12.346",
+                "7",
+                "1",
+                "policy",
+                "2",
+                "due",
+                "9.500"
+            ]
+            .map(String::from)
         );
         let e = GcEvent {
             pause_ns: 499,

@@ -62,6 +62,9 @@ impl ArrivalRing {
     }
 }
 
+/// Arrivals the current rate is measured over.
+pub const RATE_ARRIVALS: usize = 64;
+
 /// The traffic as a decision sees it.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Traffic<'a> {
@@ -83,12 +86,14 @@ impl Traffic<'_> {
             .map(|&t| Duration::from_nanos(self.now_ns.saturating_sub(t)))
     }
 
-    /// Arrivals per second over the remembered arrivals (0 with fewer than two).
+    /// Arrivals per second now: over the most recent [`RATE_ARRIVALS`] arrivals up to now (0
+    /// with fewer than two). Recent, so an idle or stopped stretch long ago does not dilute it.
     pub fn rate(&self) -> f64 {
-        match (self.arrivals.first(), self.arrivals.last()) {
-            (Some(&a), Some(&b)) if self.arrivals.len() > 1 => {
+        let recent = &self.arrivals[self.arrivals.len().saturating_sub(RATE_ARRIVALS)..];
+        match (recent.first(), recent.last()) {
+            (Some(&a), Some(&b)) if recent.len() > 1 => {
                 let span = self.now_ns.max(b).saturating_sub(a) as f64 / 1e9;
-                (self.arrivals.len() - 1) as f64 / span.max(1e-9)
+                (recent.len() - 1) as f64 / span.max(1e-9)
             }
             _ => 0.0,
         }
@@ -157,7 +162,17 @@ mod tests {
             "{}",
             t.quiet_chance(Duration::from_millis(2))
         );
-        assert!((t.rate() - 200.0).abs() < 2.0);
+        // 63 gaps over the last 64 arrivals and the 4 ms since.
+        assert!((t.rate() - 200.0).abs() < 3.0, "{}", t.rate());
+        // A stretch without arrivals long ago (a stopped or idle service) does not dilute it.
+        let mut resumed: Vec<u64> = (0..100).map(|i| i * 5 * MS).collect();
+        resumed.extend((0..100).map(|i| 60_000 * MS + i * 5 * MS));
+        let r = Traffic {
+            now_ns: 60_000 * MS + 500 * MS,
+            arrivals: &resumed,
+            ..t
+        };
+        assert!((r.rate() - 200.0).abs() < 4.0, "{}", r.rate());
         // Bursts of 20 arrivals 2 ms apart, then 500 ms of silence: after 20 ms of silence the
         // burst is over, and a 50 ms window is very likely quiet.
         let mut bursty = Vec::new();

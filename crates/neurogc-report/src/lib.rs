@@ -16,6 +16,7 @@
 
 pub mod aggregate;
 pub mod charts;
+pub mod collections;
 pub mod compare;
 pub mod format;
 pub mod markdown;

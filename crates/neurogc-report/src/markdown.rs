@@ -39,6 +39,7 @@ pub fn render(run: &RunData, a: &Analysis, charts: &Charts, warnings: &[String])
     if !collect {
         noise_section(&mut md, run, a);
     }
+    crate::collections::section(&mut md, &crate::collections::summarize(run, a));
     trials(&mut md, a);
     charts_section(&mut md, charts);
     configuration(&mut md, run);

@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use neurogc_core::policy::{GcControl, GcError, Observation, PolicySpec};
+use neurogc_core::policy::{GcControl, GcError, Intent, Observation, PolicySpec, Trigger};
 use neurogc_core::sample::Sample;
 use neurogc_train::windows::{Labeller, SeedTarget};
 
@@ -15,7 +15,12 @@ struct CountingGc {
 }
 
 impl GcControl for CountingGc {
-    fn collect(&mut self, _generation: u8) -> Result<u64, GcError> {
+    fn collect(&mut self, _generation: u8, intent: Intent) -> Result<u64, GcError> {
+        assert_eq!(
+            intent.trigger,
+            Trigger::Model,
+            "the seed's policy collects for its model"
+        );
         self.collections += 1;
         Ok(0)
     }

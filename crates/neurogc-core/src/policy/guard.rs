@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use super::{collect_full, Action, GcControl, GcError, Observation, Policy};
+use super::{collect_full, Action, GcControl, GcError, Observation, Policy, Trigger};
 
 /// When the guard collects.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -68,7 +68,7 @@ impl MemoryGuard {
                 "guard: young generation count {young} > budget {}",
                 self.config.young_budget
             );
-            return collect_full(gc, reason).map(Some);
+            return collect_full(gc, Trigger::Guard, reason).map(Some);
         }
         if let Some(rss) = obs.rss_bytes.filter(|&rss| rss > self.rss_budget) {
             let reason = format!(
@@ -76,7 +76,7 @@ impl MemoryGuard {
                 rss >> 20,
                 self.rss_budget >> 20
             );
-            let action = collect_full(gc, reason)?;
+            let action = collect_full(gc, Trigger::Guard, reason)?;
             // Re-arm above what is live now; the next RSS reading is taken at the next check.
             self.rss_budget = self.rss_budget.max((rss as f64 * REARM_FACTOR) as u64);
             return Ok(Some(action));

@@ -23,10 +23,78 @@ pub use spec::{PolicySpec, SpecError};
 /// A failed call into the runtime's GC (a Python exception, rendered).
 pub type GcError = String;
 
+/// Why a policy runs a collection: recorded with the collection (the GC events' `trigger`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trigger {
+    /// The warm-up is over: collect, then freeze the warm heap.
+    Freeze,
+    /// A fixed period elapsed (`periodic`).
+    Timer,
+    /// The memory guard: RSS or the young count over budget.
+    Guard,
+    /// The seed's model output crossed its threshold.
+    Model,
+    /// The scheduler's cadence came due.
+    Due,
+    /// Nothing due, but a quiet window made the pause free.
+    Quiet,
+    /// Memory grew past its share since the last full collection.
+    Growth,
+    /// The frozen part went stale: unfreeze, collect, freeze.
+    Stale,
+}
+
+impl Trigger {
+    pub const ALL: [Trigger; 8] = [
+        Trigger::Freeze,
+        Trigger::Timer,
+        Trigger::Guard,
+        Trigger::Model,
+        Trigger::Due,
+        Trigger::Quiet,
+        Trigger::Growth,
+        Trigger::Stale,
+    ];
+
+    /// The `trigger` column of the GC events CSV.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Freeze => "freeze",
+            Trigger::Timer => "timer",
+            Trigger::Guard => "guard",
+            Trigger::Model => "model",
+            Trigger::Due => "due",
+            Trigger::Quiet => "quiet",
+            Trigger::Growth => "growth",
+            Trigger::Stale => "stale",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Trigger> {
+        Trigger::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+}
+
+/// What a policy expects of a collection it runs: why, and the pause it predicts (if it does).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Intent {
+    pub trigger: Trigger,
+    pub predicted_ms: Option<f64>,
+}
+
+impl From<Trigger> for Intent {
+    fn from(trigger: Trigger) -> Intent {
+        Intent {
+            trigger,
+            predicted_ms: None,
+        }
+    }
+}
+
 /// The operations a policy may perform on the collector.
 pub trait GcControl {
-    /// Runs a collection of `generation` (0–2); returns objects collected.
-    fn collect(&mut self, generation: u8) -> Result<u64, GcError>;
+    /// Runs a collection of `generation` (0–2) for `intent`; returns objects collected.
+    fn collect(&mut self, generation: u8, intent: Intent) -> Result<u64, GcError>;
     fn is_enabled(&mut self) -> Result<bool, GcError>;
     fn set_enabled(&mut self, enabled: bool) -> Result<(), GcError>;
     fn threshold(&mut self) -> Result<[u64; 3], GcError>;
@@ -121,9 +189,10 @@ pub trait Policy: Send {
 /// Runs a full collection on behalf of a policy and describes it.
 pub(crate) fn collect_full(
     gc: &mut dyn GcControl,
+    trigger: Trigger,
     reason: impl Into<String>,
 ) -> Result<Action, GcError> {
-    let collected = gc.collect(2)?;
+    let collected = gc.collect(2, trigger.into())?;
     Ok(Action::new(
         format!("collect(2) -> {collected}"),
         reason.into(),
@@ -153,7 +222,7 @@ pub(crate) mod testing {
     }
 
     impl GcControl for RecordingGc {
-        fn collect(&mut self, generation: u8) -> Result<u64, GcError> {
+        fn collect(&mut self, generation: u8, _intent: Intent) -> Result<u64, GcError> {
             self.calls.push(format!("collect({generation})"));
             Ok(0)
         }

@@ -31,7 +31,7 @@
 
 use std::time::Duration;
 
-use super::{Action, Collector, GcControl, GcError, Observation, Policy};
+use super::{Action, Collector, GcControl, GcError, Intent, Observation, Policy, Trigger};
 
 /// `threshold2` out of reach: CPython never starts a full collection by itself.
 pub const HELD_BACK: u64 = i32::MAX as u64;
@@ -57,8 +57,10 @@ pub struct SchedulerConfig {
     pub rss_budget: Option<u64>,
     /// A full collection in a quiet window is free: take one at most this often.
     pub opportunistic: Duration,
-    /// The pause a collection of the unfrozen part should stay near.
+    /// The pause a collection of the unfrozen part need not go below.
     pub pause: Duration,
+    /// The share of the time the collections of the unfrozen part may take.
+    pub cpu: f64,
 }
 
 impl Default for SchedulerConfig {
@@ -73,6 +75,7 @@ impl Default for SchedulerConfig {
             rss_budget: None,
             opportunistic: Duration::from_secs(1),
             pause: Duration::from_millis(5),
+            cpu: 0.05,
         }
     }
 }
@@ -105,12 +108,21 @@ impl Estimate {
 /// What the scheduler is about to do, and why.
 #[derive(Clone, Debug, PartialEq)]
 enum Plan {
-    /// A full collection (`forced`: now, whatever the traffic).
-    Collect { why: String, forced: bool },
+    /// A full collection (the guard's: now, whatever the traffic).
+    Collect { why: String, trigger: Trigger },
     /// Collect and freeze the warm heap.
     Freeze,
     /// Unfreeze, collect, freeze.
-    Refreeze { why: String, forced: bool },
+    Refreeze { why: String, trigger: Trigger },
+}
+
+impl Plan {
+    fn trigger(&self) -> Trigger {
+        match self {
+            Plan::Collect { trigger, .. } | Plan::Refreeze { trigger, .. } => *trigger,
+            Plan::Freeze => Trigger::Freeze,
+        }
+    }
 }
 
 /// The policy.
@@ -148,7 +160,18 @@ pub struct Scheduler {
     asked: Duration,
     /// When the guard last collected.
     guard_fired: Option<Duration>,
+    /// How often a needed collection found its quiet window before the wait ran out (1) or
+    /// not (0), recent ones weighing most: where they seldom do, waiting only grows the pause.
+    quiet_found: Estimate,
+    /// Needed collections run without waiting since quiet windows proved rare; every
+    /// [`PROBE_EVERY`]th waits again (`probing`), so a change in the traffic is noticed.
+    not_waited: u32,
+    probing: bool,
 }
+
+/// Below this share of needed collections that found a quiet window, they stop waiting.
+const WORTH_WAITING: f64 = 0.2;
+const PROBE_EVERY: u32 = 8;
 
 /// Pauses (ms) of collections of the unfrozen part against the seconds since the one before:
 /// the most recent ones, fitted by least squares to `a + b·t` (both at least 0).
@@ -241,6 +264,9 @@ impl Scheduler {
             frozen_at: Duration::ZERO,
             asked: Duration::ZERO,
             guard_fired: None,
+            quiet_found: Estimate { value: Some(0.5) },
+            not_waited: 0,
+            probing: false,
         }
     }
 
@@ -266,11 +292,12 @@ impl Scheduler {
 
     /// How often the unfrozen part is collected, in work (see [`Scheduler::work`]). A
     /// collection after `w` of work pauses about `a + b·w` (`a`: what stays live in it, `b`:
-    /// garbage arriving); the delay it adds to the requests that meet it grows with the square
-    /// of the pause, so per unit of work it is least at `w = a / b` (a pause of `2a`), and a
-    /// pause below the target (`pause=`) is not worth collecting more often for: `w` is where
-    /// the pause reaches max(target, 2a). Until the model has three points: 2 s of work or 400
-    /// requests.
+    /// garbage arriving). The tail latency is the pause's wherever the pauses meet more than
+    /// a percent of the requests, so pauses are kept small: as often as the CPU budget allows
+    /// (`cpu=`: `(a + b·w)` ms per `w / rate` s at most that share), but not so often that the
+    /// pause goes below the target (`pause=`). Where the garbage alone takes more than the
+    /// budget, every `a / b` (pauses of `2a`, the least delay per unit of work). Until the
+    /// model has three points: 2 s of work or 400 requests.
     pub fn cadence(&self, obs: &Observation) -> f64 {
         let (default, lo, hi) = if obs.traffic.is_some() {
             (400.0, 10.0, 100_000.0)
@@ -279,8 +306,16 @@ impl Scheduler {
         };
         match self.pause_model.fit() {
             Some((a, b)) if b > 0.0 => {
-                let target = (self.cfg.pause.as_secs_f64() * 1e3).max(2.0 * a);
-                ((target - a) / b).clamp(lo, hi)
+                let small = ((self.cfg.pause.as_secs_f64() * 1e3 - a) / b).max(0.0);
+                let rate = obs.traffic.map_or(1.0, |t| t.rate()).max(1e-9);
+                // ms of pause per unit of work the budget leaves for the live part.
+                let room = 1e3 * self.cfg.cpu / rate - b;
+                let w = if room > 0.0 {
+                    (a / room).max(small)
+                } else {
+                    a / b
+                };
+                w.clamp(lo, hi)
             }
             Some(_) => hi,
             None => default,
@@ -328,9 +363,15 @@ impl Scheduler {
                 .is_some_and(|t| obs.elapsed < t + pace + Duration::from_millis(500));
             self.guard_fired = Some(obs.elapsed);
             return Some(if self.frozen && collected_recently {
-                Plan::Refreeze { why, forced: true }
+                Plan::Refreeze {
+                    why,
+                    trigger: Trigger::Guard,
+                }
             } else {
-                Plan::Collect { why, forced: true }
+                Plan::Collect {
+                    why,
+                    trigger: Trigger::Guard,
+                }
             });
         }
         if warming {
@@ -356,7 +397,7 @@ impl Scheduler {
                             rss >> 20,
                             at_freeze >> 20
                         ),
-                        forced: false,
+                        trigger: Trigger::Stale,
                     });
                 }
             }
@@ -370,18 +411,18 @@ impl Scheduler {
                     grown >> 20,
                     live >> 20
                 ),
-                forced: false,
+                trigger: Trigger::Growth,
             });
         }
         let cadence = self.cadence(obs);
         if self.frozen && Self::work(obs) - self.last_full_work >= cadence {
             return Some(Plan::Collect {
                 why: format!(
-                    "due: every {cadence:.0} {} keeps the pause near {:.1} ms",
+                    "due: every {cadence:.0} {} keeps the pauses small within {:.0} % of the time",
                     Self::unit(obs),
-                    self.cfg.pause.as_secs_f64() * 1e3
+                    self.cfg.cpu * 100.0
                 ),
-                forced: false,
+                trigger: Trigger::Due,
             });
         }
         None
@@ -403,7 +444,7 @@ impl Scheduler {
             // Nothing needed: a full collection in a quiet window is still free.
             let pause = self.predicted_pause_ms(&Plan::Collect {
                 why: String::new(),
-                forced: false,
+                trigger: Trigger::Quiet,
             });
             let p = quiet_chance(pause);
             let spare = obs.elapsed >= self.last_full + self.cfg.opportunistic
@@ -411,7 +452,7 @@ impl Scheduler {
             if self.frozen && spare && obs.traffic.is_some() && p >= self.cfg.quiet {
                 let plan = Plan::Collect {
                     why: "opportunistic".into(),
-                    forced: false,
+                    trigger: Trigger::Quiet,
                 };
                 return Some((
                     plan,
@@ -422,19 +463,32 @@ impl Scheduler {
         };
         let since = *self.needed_since.get_or_insert(obs.elapsed);
         let pause = self.predicted_pause_ms(&plan);
-        let forced = matches!(
-            plan,
-            Plan::Collect { forced: true, .. } | Plan::Refreeze { forced: true, .. }
-        );
-        if forced {
+        if plan.trigger() == Trigger::Guard {
             return Some((plan, "forced by the memory guard".into()));
         }
         let p = quiet_chance(pause);
         if p >= self.cfg.quiet {
+            self.quiet_found.add(1.0);
+            self.probing = false;
             return Some((
                 plan,
                 format!("quiet window: P(no arrival in {pause:.1} ms) = {p:.2}"),
             ));
+        }
+        let found = self.quiet_found.or(0.5);
+        if found < WORTH_WAITING && obs.traffic.is_some() && !self.probing {
+            self.not_waited += 1;
+            if self.not_waited.is_multiple_of(PROBE_EVERY) {
+                self.probing = true;
+            } else {
+                return Some((
+                    plan,
+                    format!(
+                        "not waiting: recent needed collections found a quiet window {:.0} % of the time",
+                        found * 100.0
+                    ),
+                ));
+            }
         }
         // Waiting longer than half the cadence lets the pause grow more than the wait can save.
         let rate = obs.traffic.map_or(1.0, |t| t.rate());
@@ -446,6 +500,8 @@ impl Scheduler {
             self.cfg.max_wait
         };
         if obs.elapsed >= since + wait {
+            self.quiet_found.add(0.0);
+            self.probing = false;
             return Some((
                 plan,
                 format!(
@@ -460,9 +516,9 @@ impl Scheduler {
     /// Runs a full collection, timed by this thread's CPU time (what the collection costs; a
     /// wall clock would also count a stopped or descheduled process); returns (objects
     /// collected, pause ms).
-    fn timed_collect(gc: &mut dyn GcControl) -> Result<(u64, f64), GcError> {
+    fn timed_collect(gc: &mut dyn GcControl, intent: Intent) -> Result<(u64, f64), GcError> {
         let t = thread_cpu_ms();
-        let n = gc.collect(2)?;
+        let n = gc.collect(2, intent)?;
         Ok((n, (thread_cpu_ms() - t).max(0.0)))
     }
 
@@ -474,12 +530,16 @@ impl Scheduler {
         moment: String,
     ) -> Result<Vec<Action>, GcError> {
         let predicted = self.predicted_pause_ms(&plan);
+        let intent = Intent {
+            trigger: plan.trigger(),
+            predicted_ms: Some(predicted),
+        };
         let in_flight = obs.traffic.map_or(0, |t| t.in_flight);
         let context = format!("{moment}; {in_flight} in flight; predicted pause {predicted:.1} ms");
         let mut actions = Vec::new();
         match plan {
             Plan::Collect { why, .. } => {
-                let (n, ms) = Self::timed_collect(gc)?;
+                let (n, ms) = Self::timed_collect(gc, intent)?;
                 if self.frozen {
                     self.pause_frozen.add(ms);
                     let since = Self::work(obs) - self.last_full_work;
@@ -495,7 +555,7 @@ impl Scheduler {
                 ));
             }
             Plan::Freeze => {
-                let (n, ms) = Self::timed_collect(gc)?;
+                let (n, ms) = Self::timed_collect(gc, intent)?;
                 self.pause_full.add(ms);
                 gc.freeze()?;
                 self.frozen = true;
@@ -511,7 +571,7 @@ impl Scheduler {
             }
             Plan::Refreeze { why, .. } => {
                 gc.unfreeze()?;
-                let (n, ms) = Self::timed_collect(gc)?;
+                let (n, ms) = Self::timed_collect(gc, intent)?;
                 gc.freeze()?;
                 self.pause_refreeze.add(ms);
                 self.frozen = true;
@@ -528,7 +588,6 @@ impl Scheduler {
                 }
                 self.needed_since = None;
                 self.last_full = obs.elapsed;
-                self.last_full_work = Self::work(obs);
                 self.last_full_work = Self::work(obs);
                 return Ok(actions);
             }
@@ -740,6 +799,46 @@ mod tests {
     }
 
     #[test]
+    fn stops_waiting_where_quiet_windows_never_come_and_probes_again() {
+        let cfg = SchedulerConfig {
+            freeze: false,
+            growth: 0.01,
+            warmup: Duration::from_millis(500),
+            ..SchedulerConfig::default()
+        };
+        let (mut s, mut gc) = started(cfg);
+        assert!(s.tick(&mut gc, &obs(0.5, 100, None)).unwrap().is_empty());
+        let arrivals: Vec<u64> = (0..100).map(|i| i * 5_000_000).collect();
+        let busy = Traffic {
+            in_flight: 2,
+            now_ns: 500_000_000,
+            arrivals: &arrivals,
+            total: 100,
+        };
+        let (mut t, mut rss) = (1.0, 100);
+        let mut moments = Vec::new();
+        for _ in 0..12 {
+            rss += 20; // a collection is needed again
+            for _ in 0..100 {
+                let a = s.tick(&mut gc, &obs(t, rss, Some(busy))).unwrap();
+                t += 0.25;
+                if let Some(x) = a.first() {
+                    moments.push(if x.reason.contains("no quiet window") {
+                        'W'
+                    } else if x.reason.contains("not waiting") {
+                        'N'
+                    } else {
+                        '?'
+                    });
+                    break;
+                }
+            }
+        }
+        // Three waits that found nothing, then no more waiting but every 8th, which probes.
+        assert_eq!(moments.iter().collect::<String>(), "WWWNNNNNNNWN");
+    }
+
+    #[test]
     fn the_guard_keeps_its_budget() {
         let cfg = SchedulerConfig {
             rss_budget: Some(200 * MIB),
@@ -809,8 +908,8 @@ mod tests {
     fn observes_only_where_it_cannot_hold_full_collections_back() {
         struct Incremental(RecordingGc);
         impl GcControl for Incremental {
-            fn collect(&mut self, g: u8) -> Result<u64, GcError> {
-                self.0.collect(g)
+            fn collect(&mut self, g: u8, intent: Intent) -> Result<u64, GcError> {
+                self.0.collect(g, intent)
             }
             fn is_enabled(&mut self) -> Result<bool, GcError> {
                 self.0.is_enabled()
@@ -854,13 +953,21 @@ mod tests {
         }
         let c = s.cadence(&o);
         assert!((c - 5.0 / 45.0).abs() < 1e-6, "{c}");
-        // A large live part (a = 20 ms): pauses of 2a at w = a / b.
+        // A large live part (a = 20 ms): as often as 5 % of the time allows, every 0.5 s
+        // (pauses of 25 ms).
         let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
         for t in [0.5, 1.0, 2.0, 4.0] {
             s.pause_model.add(t, 20.0 + 10.0 * t);
         }
         let c = s.cadence(&o);
-        assert!((c - 2.0).abs() < 1e-6, "{c}");
+        assert!((c - 0.5).abs() < 1e-6, "{c}");
+        // Garbage alone over the budget (b = 60 ms/s): every a / b, pauses of 2a.
+        let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
+        for t in [0.5, 1.0, 2.0, 4.0] {
+            s.pause_model.add(t, 20.0 + 60.0 * t);
+        }
+        let c = s.cadence(&o);
+        assert!((c - 20.0 / 60.0).abs() < 1e-6, "{c}");
         // Counted in requests where a middleware counts them: idle or stopped time is no work.
         let arrivals = [0u64, 1_000_000];
         let traffic = Traffic {

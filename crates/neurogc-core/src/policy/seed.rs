@@ -6,7 +6,7 @@ use std::path::Path;
 
 use neurogc_model::{FeatureVector, Model, Predictor, FEATURES, N_FEATURES};
 
-use super::{collect_full, Action, Decision, GcControl, GcError, Observation, Policy};
+use super::{collect_full, Action, Decision, GcControl, GcError, Observation, Policy, Trigger};
 use crate::sample::Sample;
 
 pub struct SeedPolicy {
@@ -86,7 +86,7 @@ impl Policy for SeedPolicy {
                 }),
             ) => {
                 let reason = format!("model output {output:.3} > threshold {:.3}", self.threshold);
-                Ok(vec![collect_full(gc, reason)?])
+                Ok(vec![collect_full(gc, Trigger::Model, reason)?])
             }
             _ => Ok(vec![]),
         }

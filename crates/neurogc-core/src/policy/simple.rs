@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::{collect_full, Action, GcControl, GcError, Observation, Policy};
+use super::{collect_full, Action, GcControl, GcError, Observation, Policy, Trigger};
 
 /// CPython as is: NeuroGC only observes.
 pub struct DefaultPolicy {
@@ -98,6 +98,7 @@ impl Policy for PeriodicPolicy {
         self.last = obs.elapsed;
         Ok(vec![collect_full(
             gc,
+            Trigger::Timer,
             format!("periodic: every {}s", self.every.as_secs_f64()),
         )?])
     }
@@ -164,7 +165,7 @@ impl Policy for FreezePolicy {
         }
         self.frozen = true;
         let reason = format!("freeze: warm-up of {}s over", self.warmup.as_secs_f64());
-        let collected = collect_full(gc, reason.clone())?;
+        let collected = collect_full(gc, Trigger::Freeze, reason.clone())?;
         gc.freeze()?;
         Ok(vec![collected, Action::new("gc.freeze()", reason)])
     }

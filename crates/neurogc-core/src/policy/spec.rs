@@ -18,7 +18,7 @@ use super::{
 pub const KNOWN_POLICIES: &str = "default, threshold:T0[,T1[,T2]], \
      periodic:SECS[,rss=SIZE][,young=COUNT][,check=SECS], freeze[:WARMUP_SECS], \
      neurogc-seed:MODEL_DIR[,threshold=T], \
-     neurogc[,warmup=SECS][,freeze=on|off][,quiet=P][,max_wait=SECS][,growth=F][,pause=MS][,rss=SIZE], \
+     neurogc[,warmup=SECS][,freeze=on|off][,quiet=P][,max_wait=SECS][,growth=F][,pause=MS][,cpu=F][,rss=SIZE], \
      gc-off (a bound for bounded runs, no guard)";
 
 /// Default warm-up before `freeze` collects and freezes.
@@ -288,10 +288,16 @@ fn parse_scheduler(options: &[(&str, &str)]) -> Result<SchedulerConfig, String> 
                     return Err("pause must be above 0 (e.g. pause=5ms)".into());
                 }
             }
+            "cpu" => {
+                c.cpu = fraction(key, value)?;
+                if c.cpu == 0.0 {
+                    return Err("cpu must be above 0 (e.g. cpu=0.05)".into());
+                }
+            }
             "rss" => c.rss_budget = Some(parse_size(value)?),
             other => {
                 return Err(format!(
-                    "unknown option {other:?}; neurogc takes warmup, freeze, quiet, max_wait, growth, pause, rss"
+                    "unknown option {other:?}; neurogc takes warmup, freeze, quiet, max_wait, growth, pause, cpu, rss"
                 ))
             }
         }
@@ -356,10 +362,10 @@ mod tests {
             parse("neurogc").unwrap(),
             PolicySpec::Neurogc(SchedulerConfig::default())
         );
-        let PolicySpec::Neurogc(c) =
-            parse("neurogc,warmup=10s,freeze=off,quiet=0.8,max_wait=500ms,growth=0.2,rss=1G")
-                .unwrap()
-        else {
+        let PolicySpec::Neurogc(c) = parse(
+            "neurogc,warmup=10s,freeze=off,quiet=0.8,max_wait=500ms,growth=0.2,cpu=0.1,rss=1G",
+        )
+        .unwrap() else {
             panic!()
         };
         assert_eq!(
@@ -367,8 +373,9 @@ mod tests {
             (Duration::from_secs(10), false, 0.8)
         );
         assert_eq!((c.max_wait, c.growth), (Duration::from_millis(500), 0.2));
-        assert_eq!(c.rss_budget, Some(1 << 30));
+        assert_eq!((c.cpu, c.rss_budget), (0.1, Some(1 << 30)));
         for bad in [
+            "neurogc,cpu=0",
             "neurogc:models/x",
             "neurogc,quiet=2",
             "neurogc,freeze=maybe",
