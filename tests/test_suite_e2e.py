@@ -57,6 +57,13 @@ def test_two_workloads_by_two_policies_give_a_complete_scoreboard(tmp_path):
     assert "fixed 30 req/s" in readme
     assert png_decodes(suite / "heatmap.png")[0] > 300
     assert no_process_mentions(str(suite)) == []
+    # Scored again from what was recorded, without running anything.
+    (suite / "README.md").unlink()
+    again = neurogc("suite", "--rescore", str(suite))
+    assert again.returncode == 0, again.stderr
+    assert (suite / "README.md").read_text() == readme
+    missing = neurogc("suite", "--rescore", str(tmp_path / "nope"))
+    assert missing.returncode != 0 and "--rescore" in missing.stderr, missing.stderr
 
 
 @pytest.mark.parametrize(

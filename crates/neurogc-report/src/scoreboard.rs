@@ -34,10 +34,16 @@ pub enum Kind {
 
 impl Kind {
     pub fn of(spec: &str) -> Kind {
+        // Every variant named, so a new policy must be classified here to compile.
         match spec.parse::<PolicySpec>() {
             Ok(PolicySpec::GcOff) => Kind::Bound,
-            Ok(PolicySpec::NeurogcSeed { .. }) => Kind::Learned,
-            Ok(_) => Kind::Fixed,
+            Ok(PolicySpec::NeurogcSeed { .. } | PolicySpec::Neurogc(_)) => Kind::Learned,
+            Ok(
+                PolicySpec::Default
+                | PolicySpec::Threshold(_)
+                | PolicySpec::Periodic { .. }
+                | PolicySpec::Freeze { .. },
+            ) => Kind::Fixed,
             // A policy this build does not know is not a recipe anyone applies.
             Err(_) => Kind::Learned,
         }
@@ -603,4 +609,25 @@ fn ratio_color(r: f64) -> RGBColor {
 pub fn write_json(s: &Scoreboard, path: &Path) -> Result<()> {
     let text = serde_json::to_string_pretty(s)? + "\n";
     std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_recipes_users_apply_can_be_best_fixed() {
+        for spec in ["default", "freeze:3", "threshold:50000,20,20", "periodic:5"] {
+            assert_eq!(Kind::of(spec), Kind::Fixed, "{spec}");
+        }
+        assert_eq!(Kind::of("gc-off"), Kind::Bound);
+        for spec in [
+            "neurogc",
+            "neurogc,cpu=0.1",
+            "neurogc-seed:models/x",
+            "whim",
+        ] {
+            assert_eq!(Kind::of(spec), Kind::Learned, "{spec}");
+        }
+    }
 }

@@ -75,8 +75,30 @@ fn estimate_s(plan: &Plan, policies: usize) -> f64 {
 
 /// Runs the suite. Ctrl-C stops it and keeps (and scores) what finished.
 pub fn run(args: &SuiteArgs) -> Result<SuiteDone> {
-    let plan = Plan::from_args(args)?;
     let python = find_python(args.python.as_deref());
+    if let Some(dir) = &args.rescore {
+        let path = dir.join(neurogc_record::files::SUITE);
+        let text = std::fs::read_to_string(&path).with_context(|| {
+            format!(
+                "--rescore {}: cannot read {}",
+                dir.display(),
+                path.display()
+            )
+        })?;
+        let info: SuiteInfo = serde_json::from_str(&text)
+            .with_context(|| format!("--rescore: {} is malformed", path.display()))?;
+        let readme = write_scoreboard(dir, &info, &workloads(&python)?)?;
+        let outcome = match info.status {
+            RunStatus::Interrupted => Outcome::Interrupted,
+            _ => Outcome::Complete,
+        };
+        return Ok(SuiteDone {
+            dir: dir.clone(),
+            readme,
+            outcome,
+        });
+    }
+    let plan = Plan::from_args(args)?;
     let chosen = select(workloads(&python)?, &args.workloads)?;
     proc::install_interrupt_handler();
     std::fs::create_dir_all(&args.runs_dir)

@@ -61,6 +61,10 @@ pub struct SuiteArgs {
     /// The suite's name.
     #[arg(long, value_name = "NAME", default_value = "suite")]
     pub name: String,
+    /// Runs nothing: scores the suite run in DIR again (its README.md, scoreboard.json, heat
+    /// map), with this build's report.
+    #[arg(long, value_name = "DIR")]
+    pub rescore: Option<PathBuf>,
     /// Python with `neurogc` installed [default: the project's .venv].
     #[arg(long, value_name = "PATH")]
     pub python: Option<PathBuf>,
@@ -213,6 +217,7 @@ mod tests {
             rate: None,
             runs_dir: "runs".into(),
             name: "suite".into(),
+            rescore: None,
             python: None,
         };
         let full = Plan::from_args(&args(false)).unwrap();
