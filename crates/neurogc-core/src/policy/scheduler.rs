@@ -729,6 +729,21 @@ mod tests {
         }
     }
 
+    /// 100 arrivals 5 ms apart.
+    fn steady_arrivals() -> Vec<u64> {
+        (0..100).map(|i| i * 5_000_000).collect()
+    }
+
+    /// Two requests in flight right after those arrivals: no quiet window.
+    fn busy(arrivals: &[u64]) -> Traffic<'_> {
+        Traffic {
+            in_flight: 2,
+            now_ns: 500_000_000,
+            arrivals,
+            total: 100,
+        }
+    }
+
     fn started(cfg: SchedulerConfig) -> (Scheduler, RecordingGc) {
         let mut gc = RecordingGc::default();
         let mut s = Scheduler::new("neurogc", cfg);
@@ -765,13 +780,8 @@ mod tests {
             356 * MIB,
             "twice the warm heap, and 256 MiB above it"
         );
-        let arrivals: Vec<u64> = (0..100).map(|i| i * 5_000_000).collect();
-        let busy = Traffic {
-            in_flight: 2,
-            now_ns: 500_000_000,
-            arrivals: &arrivals,
-            total: 100,
-        };
+        let arrivals = steady_arrivals();
+        let busy = busy(&arrivals);
         assert!(!s.ready(&obs(1.0, 120, Some(busy))));
         assert!(s
             .tick(&mut gc, &obs(1.0, 120, Some(busy)))
@@ -808,13 +818,8 @@ mod tests {
         };
         let (mut s, mut gc) = started(cfg);
         assert!(s.tick(&mut gc, &obs(0.5, 100, None)).unwrap().is_empty());
-        let arrivals: Vec<u64> = (0..100).map(|i| i * 5_000_000).collect();
-        let busy = Traffic {
-            in_flight: 2,
-            now_ns: 500_000_000,
-            arrivals: &arrivals,
-            total: 100,
-        };
+        let arrivals = steady_arrivals();
+        let busy = busy(&arrivals);
         let (mut t, mut rss) = (1.0, 100);
         let mut moments = Vec::new();
         for _ in 0..12 {
