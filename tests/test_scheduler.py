@@ -123,11 +123,13 @@ def test_on_a_large_heap_it_beats_the_default_p99(tmp_path):
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     (run,) = list(runs.iterdir())
-    turns = {}
+    turns, pooled = {}, {}
     for t in json.loads((run / "run.json").read_text())["trials"]:
-        lines = (run / t["dir"] / "load.jsonl").read_text().splitlines()
-        turns[t["label"]] = [json.loads(x)["p99_ms"] for x in lines if '"type":"turn"' in x]
+        lines = [json.loads(x) for x in (run / t["dir"] / "load.jsonl").read_text().splitlines()]
+        turns[t["label"]] = [x["p99_ms"] for x in lines if x["type"] == "turn"]
+        # The p99 of all the server's requests, over all its turns: what its users saw. (The
+        # default's full collections come every other 4 s turn, so a per-turn median hides them.)
+        (total,) = [r for r in lines[-1]["rows"] if r["task"] == "all"]
+        pooled[t["label"]] = total["p99_ms"]
     assert len(turns["neurogc"]) == len(turns["default"]) == 6
-    readme = (run / "README.md").read_text()
-    line = next(x for x in readme.splitlines() if x.startswith("neurogc: p99 "))
-    assert "lower than default" in line and "not significant" not in line, (line, turns)
+    assert pooled["neurogc"] * 3 < pooled["default"], (pooled, turns)

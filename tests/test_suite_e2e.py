@@ -87,7 +87,9 @@ def test_bad_input_is_a_clear_error(tmp_path, args, message):
 @pytest.mark.slow
 def test_rate_auto_finds_the_same_capacity_with_long_pauses_as_with_gc_off(tmp_path):
     """Capacity is the service's: probed under the default policy, whose full collections of
-    the large heap pause it for hundreds of ms, it is the GC-off server's within 20 %."""
+    the large heap pause it for hundreds of ms, it stays near the GC-off server's. (Judged by its
+    p99, a probe with one such pause would fail at any rate: 17 req/s was "sustained" that way.
+    Near capacity a 500 ms pause does build a queue that lifts the median, hence the margin.)"""
     found = {}
     for policy in ("gc-off", "default"):
         runs = tmp_path / policy
@@ -106,4 +108,32 @@ def test_rate_auto_finds_the_same_capacity_with_long_pauses_as_with_gc_off(tmp_p
             gc = (run / "rate-search" / "default" / "gc-events.csv").read_text().splitlines()
             full = [float(r.split(",")[2]) for r in gc[1:] if r.split(",")[1] == "2"]
             assert max(full) > 100, full
-    assert found["default"] == pytest.approx(found["gc-off"], rel=0.2), found
+    assert 0.6 * found["gc-off"] <= found["default"] <= 1.2 * found["gc-off"], found
+
+
+def test_rate_auto_probes_a_bursty_service_steadily_then_runs_it_in_bursts(tmp_path):
+    """The capacity search sends steadily whatever bursts the task file asks for (its idle gaps
+    would make every probe miss its target rate), under the collector off and the default alike,
+    and every policy runs at a share of the lower capacity; the measured trial has its bursts."""
+    out = neurogc(
+        "bench", "--workload", "bursty", "--policy", "default", "--rate", "auto",
+        "--rate-start", "40", "--probe-time", "1s", "--repeat", "1", "--duration", "8s",
+        "--warmup", "1s", "--runs-dir", str(tmp_path), "--no-dashboard", "--no-report",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    (run,) = [d for d in tmp_path.iterdir() if d.is_dir()]
+    search = json.loads((run / "rate-search.json").read_text())
+    found = {p["label"]: p for p in search["policies"]}
+    assert set(found) == {"gc-off", "default"}, found
+    for p in found.values():
+        first = p["probes"][0]
+        assert first["sustained"] and first["achieved"] >= 0.95 * first["rate"], first
+        assert p["sustainable_rps"] >= 80, p
+    lowest = min(found.values(), key=lambda p: p["sustainable_rps"])
+    assert search["limited_by"] == lowest["label"], search
+    assert search["sustainable_rps"] == lowest["sustainable_rps"]
+    (trial,) = json.loads((run / "run.json").read_text())["trials"]
+    summary = json.loads((run / trial["dir"] / "load.jsonl").read_text().splitlines()[-1])
+    assert summary["target_rate"] == search["rate"]
+    # Idle gaps of 0.2-3 s between bursts of 0.3-2 s: well under the offered rate on average.
+    assert 0 < summary["achieved_rate"] < 0.85 * search["rate"], summary

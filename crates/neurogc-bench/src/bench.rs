@@ -40,10 +40,17 @@ pub struct BenchArgs {
     /// With --rate auto: the first rate probed (doubled until not sustained).
     #[arg(long, value_name = "RPS", default_value_t = 5.0)]
     pub rate_start: f64,
-    /// With --rate auto: the policy of the server whose capacity is probed. Capacity belongs
-    /// to the service, so by default the collector is off while probing.
-    #[arg(long, value_name = "SPEC", default_value = "gc-off")]
-    pub rate_policy: String,
+    /// With --rate auto: the policies under which the service's capacity is probed (comma-separated
+    /// or repeated); every policy runs at a fraction of the lowest capacity found. The default
+    /// probes with the collector off and as CPython ships: where collecting costs much CPU, the
+    /// collector-off capacity alone would leave the policies that collect queueing.
+    #[arg(
+        long = "rate-policy",
+        value_name = "SPEC,...",
+        value_delimiter = ',',
+        default_value = "gc-off,default"
+    )]
+    pub rate_policies: Vec<String>,
     /// With --rate auto: the length of each probe.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
     pub probe_time: Duration,
@@ -95,8 +102,7 @@ fn check(args: &BenchArgs) -> Result<Checked> {
     }
     let plan = args.load.plan(None)?;
     if matches!(plan, LoadPlan::AutoRate) {
-        policies::parse_all(std::slice::from_ref(&args.rate_policy))
-            .map_err(|e| e.context("--rate-policy"))?;
+        policies::parse_all(&args.rate_policies).map_err(|e| e.context("--rate-policy"))?;
     }
     if args.mode.takes_turns() {
         if matches!(&plan, LoadPlan::Fixed(Shape::Closed { .. })) {
@@ -166,8 +172,8 @@ fn run_trials(
             if args.mode == Mode::SideBySide {
                 bail!("--rate auto probes one server at a time: use it with --mode sequential or alternating, or give --rate RPS");
             }
-            let probed = policies::parse_all(std::slice::from_ref(&args.rate_policy))
-                .map_err(|e| e.context("--rate-policy"))?;
+            let probed =
+                policies::parse_all(&args.rate_policies).map_err(|e| e.context("--rate-policy"))?;
             let found = rate::search(
                 session,
                 &probed,

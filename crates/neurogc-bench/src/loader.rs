@@ -34,6 +34,8 @@ pub struct LoadRun<'a> {
     pub hdr_out: Option<&'a Path>,
     /// Hosts taking turns: their process groups, stopped outside their turns (`--mode turns`).
     pub stop_idle: &'a [i32],
+    /// Ignore the task file's bursts (the rate search's probes).
+    pub steady: bool,
 }
 
 impl LoadRun<'_> {
@@ -50,6 +52,7 @@ impl LoadRun<'_> {
                 args.stop_idle = self.stop_idle.to_vec();
             }
         }
+        args.steady = self.steady && matches!(self.shape, Shape::Open { .. });
         args.quiet = true;
         args.json_out = Some(self.json_out.to_path_buf());
         args.hdr_out = self.hdr_out.map(Path::to_path_buf);

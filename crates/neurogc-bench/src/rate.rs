@@ -6,6 +6,10 @@
 //! Judging a probe by its p99 — the very quantity under test — would let one long pause in a
 //! short probe call a rate unsustainable (a large-heap app "sustained" 17 req/s that way).
 //!
+//! Probes send steadily, whatever bursts the task file asks for (`--steady`): a service that
+//! sustains a rate steadily sustains bursts at that rate, and the idle gaps of a burst pattern
+//! would make every probe miss its target rate.
+//!
 //! The probed server gets its own process (pinned as in the bench), a warm-up, then probes at
 //! doubling rates until one is not sustained, then two bisection steps between the last good
 //! and first bad rate. A probe is sustained when every request succeeded, none was dropped
@@ -83,6 +87,7 @@ fn probe_policy(
             json_out: &out,
             hdr_out: None,
             stop_idle: &[],
+            steady: true,
         };
         session.drive(&run, &session.placement.load, None)?;
         if proc::interrupted() {
@@ -111,6 +116,7 @@ fn probe_policy(
             json_out: &dir.join("warmup.jsonl"),
             hdr_out: None,
             stop_idle: &[],
+            steady: true,
         };
         session.drive(&run, &session.placement.load, None)?;
     }

@@ -428,6 +428,7 @@ impl Session {
                 json_out: &json_out,
                 hdr_out: Some(&hdr_out),
                 stop_idle,
+                steady: false,
             },
             &placement.load,
             Some(progress),
@@ -488,6 +489,7 @@ impl Session {
             json_out: out,
             hdr_out: None,
             stop_idle: &[],
+            steady: false,
         };
         let result = self.drive(&run, &placement.load, None);
         let _ = std::fs::remove_file(out);

@@ -78,6 +78,11 @@ pub struct LoadArgs {
     )]
     pub stop_idle: Vec<i32>,
 
+    /// Open loop: send at --rate throughout, ignoring the task file's `[bursts]` (a capacity probe
+    /// measures what the service sustains, not what the bursts offer).
+    #[arg(long, requires = "rate")]
+    pub steady: bool,
+
     /// Open loop: a request dispatched later than this after its intended time counts as a late start.
     #[arg(long, value_name = "DURATION", default_value = "10ms", value_parser = parse_duration)]
     pub late_threshold: Duration,
@@ -208,6 +213,9 @@ impl LoadArgs {
                 let groups: Vec<String> = self.stop_idle.iter().map(i32::to_string).collect();
                 flag("--stop-idle", Some(groups.join(",")));
             }
+            if self.steady {
+                flag("--steady", None);
+            }
         }
         flag("--late-threshold", Some(ms(self.late_threshold)));
         flag("--timeout", Some(ms(self.timeout)));
@@ -297,10 +305,13 @@ impl Config {
             .iter()
             .map(|h| Target::parse(h))
             .collect::<Result<Vec<_>>>()?;
-        let tasks = match &a.tasks {
+        let mut tasks = match &a.tasks {
             Some(path) => TaskSet::from_file(path)?,
             None => TaskSet::seed(),
         };
+        if a.steady {
+            tasks = tasks.without_bursts();
+        }
         if a.timeout.is_zero() || a.timeout > MAX_DURATION {
             bail!("--timeout {:?} must be above 0 and at most 1h", a.timeout);
         }
@@ -422,6 +433,7 @@ mod tests {
         open.alternate = Some(Duration::from_millis(2500));
         open.stop_idle = vec![4242, 4343];
         open.arrivals = Some(Arrivals::Poisson);
+        open.steady = true;
         open.run_time = Some(Duration::from_millis(12_345));
         open.timeout = Duration::from_secs(3);
         open.seed = Some(42);

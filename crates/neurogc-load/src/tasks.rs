@@ -135,6 +135,14 @@ impl TaskSet {
         self.bursts
     }
 
+    /// The same tasks sent steadily: the burst pattern dropped (`--steady`).
+    pub fn without_bursts(self) -> Self {
+        TaskSet {
+            bursts: None,
+            ..self
+        }
+    }
+
     fn new(tasks: Vec<Task>) -> Result<Self> {
         if tasks.is_empty() {
             bail!("no tasks: add at least one [[task]] table");

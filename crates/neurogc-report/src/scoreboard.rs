@@ -120,8 +120,10 @@ pub struct StoryCheck {
 pub struct WorkloadScore {
     pub name: String,
     pub story: String,
-    /// req/s the probed (GC-off) server sustained, and the rate every policy ran at.
+    /// req/s the probed servers sustained (the lowest), and the rate every policy ran at.
     pub capacity_rps: Option<f64>,
+    /// The probed policy whose capacity was the lowest (the one the rate follows).
+    pub capacity_limited_by: Option<String>,
     pub rate_rps: Option<f64>,
     pub best_fixed: Option<String>,
     pub bound: Option<String>,
@@ -250,6 +252,7 @@ fn score_workload(w: &WorkloadRun) -> WorkloadScore {
         name: w.name.clone(),
         story: w.story.clone(),
         capacity_rps: w.run.rate_search.as_ref().map(|r| r.sustainable_rps),
+        capacity_limited_by: w.run.rate_search.as_ref().map(|r| r.limited_by.clone()),
         rate_rps: w.run.rate_search.as_ref().map(|r| r.rate),
         best_fixed: best.map(|b| b.label.clone()),
         bound: bound.map(|b| b.label.clone()),
@@ -467,9 +470,10 @@ pub fn markdown(s: &Scoreboard, header: &str, heatmap: Option<&str>) -> String {
 fn workload_section(md: &mut String, w: &WorkloadScore) {
     let _ = writeln!(md, "## {}\n\n{}\n", w.name, w.story);
     if let (Some(cap), Some(rate)) = (w.capacity_rps, w.rate_rps) {
+        let by = w.capacity_limited_by.as_deref().unwrap_or("gc-off");
         let _ = writeln!(
             md,
-            "Capacity {} req/s (found with the collector off, from throughput and the median); \
+            "Capacity {} req/s (the lowest found, under {by}, from throughput and the median); \
              every policy ran at {} req/s. Design: {}.\n",
             num(cap),
             num(rate),

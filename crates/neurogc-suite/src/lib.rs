@@ -369,7 +369,7 @@ fn write_scoreboard(dir: &Path, info: &SuiteInfo, chosen: &[Workload]) -> Result
     let load = match info.rate {
         Some(r) => format!("every policy at a fixed {r} req/s (no capacity search)"),
         None => format!(
-            "every policy at {} of the capacity found with the collector off",
+            "every policy at {} of the capacity found (the lower of gc-off's and default's)",
             neurogc_report::format::pct_abs(info.fraction)
         ),
     };

@@ -48,7 +48,7 @@ pub struct SuiteArgs {
     /// Each server's warm-up, alone, before the rounds [default: 6s, --quick 4s].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub warmup: Option<Duration>,
-    /// Every policy runs at this share of the capacity found with the collector off.
+    /// Every policy runs at this share of the capacity found (the lower of gc-off's and default's).
     #[arg(long, value_name = "F", default_value_t = 0.6)]
     pub fraction: f64,
     /// A fixed rate (requests per second) for every workload instead of a share of its
