@@ -22,6 +22,7 @@ pub mod format;
 pub mod markdown;
 pub mod metric;
 pub mod noise;
+pub mod pooled;
 pub mod rundir;
 pub mod scoreboard;
 pub mod trial;

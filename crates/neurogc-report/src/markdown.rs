@@ -6,11 +6,12 @@ use neurogc_load::Shape;
 use neurogc_model::ModelMeta;
 use neurogc_record::{AppInfo, LoadInfo, RateSource, RunKind, RunStatus};
 
-use crate::aggregate::{Analysis, PolicyStats, AA_P99_BOUND};
+use crate::aggregate::{bootstrap, Analysis, PolicyStats, AA_P99_BOUND};
 use crate::charts::Charts;
 use crate::format::{self, cell_text, ci, delta, num, pct, pct_abs, seconds, utc, value};
 use crate::metric::{Metric, Section, SUMMARY_METRICS};
 use crate::noise::Design;
+use crate::pooled;
 use crate::rundir::RunData;
 use crate::trial::Usable;
 
@@ -135,7 +136,10 @@ fn summary(md: &mut String, a: &Analysis) {
     };
     let _ = writeln!(
         md,
-        "Each candidate against the baseline, hyperfine style: {how}.\n"
+        "Each candidate against the baseline, hyperfine style: {how}. The last line of each \
+         compares the p99 of all the policy's requests over all its trials or rounds (what its \
+         users saw over the run; a median of per-round values hides pauses rarer than one per \
+         round), with a bootstrap interval that resamples them.\n"
     );
     md.push_str("```\n");
     for (i, p) in a.policies.iter().enumerate().skip(1) {
@@ -153,6 +157,15 @@ fn summary(md: &mut String, a: &Analysis) {
                 let _ = write!(s, " [noise floor ±{}]", pct_abs(f.relative()));
             }
             let _ = writeln!(md, "{s}");
+        }
+        let base = pooled::units(a, a.baseline());
+        if let Some(r) = pooled::ratio_ci(&base, &pooled::units(a, p), 0.99, &bootstrap()) {
+            let metric = "p99 of all requests";
+            let _ = writeln!(
+                md,
+                "{}",
+                pooled::sentence(metric, &p.label, &a.baseline().label, &r)
+            );
         }
         if !any {
             let _ = writeln!(md, "{}: nothing to compare (no measured trial)", p.label);

@@ -16,6 +16,8 @@ use hdrhistogram::Histogram;
 use neurogc_core::gcstats::{read_events, RecordedEvent};
 use neurogc_core::sample::read::{BadRows, CsvTable};
 use neurogc_load::{Row, Summary};
+
+use crate::pooled::Counts;
 pub use neurogc_record::{
     files, PolicyEntry, RateSearch, RunInfo, RunRecord, SystemInfo, TrialEntry, TrialInfo,
     TrialRef, TrialStatus,
@@ -68,6 +70,8 @@ pub struct TrialData {
     pub load_summary: Option<Summary>,
     /// `latency.hlog`'s untagged intervals merged (µs).
     pub latency: Option<Histogram<u64>>,
+    /// `latency.hlog`'s untagged intervals (one per second), each with its start (Unix s).
+    pub latency_seconds: Vec<(f64, Counts)>,
     /// What is missing or odd about this trial, for the report.
     pub notes: Vec<String>,
 }
@@ -140,6 +144,7 @@ fn load_trial(entry: TrialEntry, warnings: &mut Vec<String>) -> Result<TrialData
         turns: Vec::new(),
         load_summary: None,
         latency: None,
+        latency_seconds: Vec::new(),
         notes: entry.notes.clone(),
         reference: entry.reference.clone(),
     };
@@ -202,9 +207,10 @@ fn load_trial(entry: TrialEntry, warnings: &mut Vec<String>) -> Result<TrialData
 
     let path = entry.file(files::LATENCY);
     if path.exists() {
-        let (hist, w) = read_hlog(&path, &entry.shown(files::LATENCY))?;
-        warnings.extend(w);
-        t.latency = Some(hist);
+        let log = read_hlog(&path, &entry.shown(files::LATENCY))?;
+        warnings.extend(log.warnings);
+        t.latency = Some(log.merged);
+        t.latency_seconds = log.intervals;
     }
     Ok(t)
 }
@@ -263,12 +269,22 @@ pub fn read_samples(path: &Path, shown: &str) -> Result<(Samples, Vec<String>)> 
     }
     Ok((out, warnings))
 }
-/// Reads `latency.hlog` and merges its untagged intervals (all of the host's requests).
-pub fn read_hlog(path: &Path, shown: &str) -> Result<(Histogram<u64>, Vec<String>)> {
+/// A `latency.hlog` read: its untagged intervals (all of the host's requests) merged and one by one.
+pub struct HdrLog {
+    pub merged: Histogram<u64>,
+    /// Each interval's start (Unix s, from the log's base or start time) and its requests.
+    pub intervals: Vec<(f64, Counts)>,
+    pub warnings: Vec<String>,
+}
+
+/// Reads `latency.hlog`.
+pub fn read_hlog(path: &Path, shown: &str) -> Result<HdrLog> {
     use base64::Engine as _;
     let (text, warning) = complete_lines(path, shown)?;
     let warnings: Vec<String> = warning.into_iter().collect();
     let mut merged = Histogram::<u64>::new(3).expect("3 significant digits is valid");
+    let mut intervals = Vec::new();
+    let (mut start_time, mut base_time) = (None, None);
     let mut de = Deserializer::new();
     for (i, line) in text.lines().enumerate() {
         let line_no = i + 1;
@@ -280,6 +296,12 @@ pub fn read_hlog(path: &Path, shown: &str) -> Result<(Histogram<u64>, Vec<String
             continue; // comments
         };
         let entry = entry.map_err(|e| anyhow!("{shown}: line {line_no}: {e:?}"))?;
+        if let LogEntry::StartTime(t) = entry {
+            start_time = Some(t.as_secs_f64());
+        }
+        if let LogEntry::BaseTime(t) = entry {
+            base_time = Some(t.as_secs_f64());
+        }
         if let LogEntry::Interval(h) = entry {
             if h.tag().is_some() {
                 continue;
@@ -293,7 +315,16 @@ pub fn read_hlog(path: &Path, shown: &str) -> Result<(Histogram<u64>, Vec<String
             merged
                 .add(&hist)
                 .map_err(|e| anyhow!("{shown}: line {line_no}: cannot merge: {e:?}"))?;
+            let origin = base_time.or(start_time).unwrap_or(0.0);
+            intervals.push((
+                origin + h.start_timestamp().as_secs_f64(),
+                Counts::of(&hist),
+            ));
         }
     }
-    Ok((merged, warnings))
+    Ok(HdrLog {
+        merged,
+        intervals,
+        warnings,
+    })
 }

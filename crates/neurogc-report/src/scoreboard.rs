@@ -2,18 +2,21 @@
 //! policy is from it and from the GC-off bound, with intervals and significance from the rounds
 //! of its turns run (paired: the policies of a round ran in the same minutes).
 //!
+//! Latency percentiles are those of all a policy's requests, pooled over its rounds (see
+//! [`crate::pooled`] for why not the median of each round's own), with bootstrap intervals that
+//! resample rounds; memory and CPU are medians over rounds.
+//!
 //! A policy is one of three kinds ([`Kind::of`]): a fixed recipe users apply today (`default`,
 //! `freeze`, `threshold:…`, `periodic:…`), the bound (`gc-off`: collector off, no guard; what
 //! collecting less could gain at most, on a bounded run), or a learned policy (`neurogc-seed`,
-//! `neurogc`). "Best fixed" is the fixed recipe with the lowest median p99 over rounds.
+//! `neurogc`). "Best fixed" is the fixed recipe with the lowest pooled p99.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::{Context, Result};
 use neurogc_core::policy::PolicySpec;
-use neurogc_stats::{Comparison, ConfidenceInterval};
+use neurogc_stats::ConfidenceInterval;
 use plotters::prelude::*;
 use serde::Serialize;
 
@@ -21,6 +24,7 @@ use crate::aggregate::{bootstrap, Analysis, PolicyStats};
 use crate::format::{cell_text, num, pct_abs};
 use crate::metric::Metric;
 use crate::noise::Design;
+use crate::pooled::{self, Unit};
 use crate::rundir::RunData;
 
 /// What a policy is, for the scoreboard.
@@ -65,8 +69,7 @@ pub struct Ratio {
     pub estimate: f64,
     pub lower: f64,
     pub upper: f64,
-    /// The paired test's p (None with fewer than two rounds).
-    pub p: Option<f64>,
+    /// Its 95 % bootstrap interval (rounds resampled in pairs) excludes 1.
     pub significant: bool,
 }
 
@@ -143,28 +146,25 @@ pub struct Scoreboard {
     pub best_everywhere: Vec<String>,
 }
 
-fn ratio(base: &PolicyStats, cand: &PolicyStats, m: Metric) -> Option<Ratio> {
-    let (bk, bv) = (base.pairs.get(&m)?, base.values.get(&m)?);
-    let (ck, cv) = (cand.pairs.get(&m)?, cand.values.get(&m)?);
-    let by_key: BTreeMap<_, _> = ck.iter().zip(cv).collect();
-    let (b, c): (Vec<f64>, Vec<f64>) = bk
-        .iter()
-        .zip(bv)
-        .filter_map(|(k, x)| Some((*x, **by_key.get(k)?)))
-        .unzip();
-    let cmp = Comparison::paired(m.short(), &base.label, &b, &cand.label, &c, &bootstrap()).ok()?;
-    let r = cmp.ratio?;
+const P99: f64 = 0.99;
+
+/// Pooled p99 of `cand` over that of `base`.
+fn ratio(base: &[Unit<'_>], cand: &[Unit<'_>]) -> Option<Ratio> {
+    let r = pooled::ratio_ci(base, cand, P99, &bootstrap())?;
     Some(Ratio {
         estimate: r.estimate,
         lower: r.lower,
         upper: r.upper,
-        p: cmp.p_value(),
-        significant: cmp.is_significant(),
+        significant: !r.contains(1.0),
     })
 }
 
 fn interval(p: &PolicyStats, m: Metric) -> Option<Interval> {
     p.medians.get(&m).copied().map(Interval::from)
+}
+
+fn pooled_interval(units: &[Unit<'_>], q: f64) -> Option<Interval> {
+    pooled::quantile_ci(units, q, &bootstrap()).map(Interval::from)
 }
 
 /// Scores every workload.
@@ -202,48 +202,34 @@ pub fn score(runs: &[WorkloadRun]) -> Scoreboard {
 fn score_workload(w: &WorkloadRun) -> WorkloadScore {
     let a = &w.analysis;
     let kinds: Vec<Kind> = a.policies.iter().map(|p| Kind::of(&p.spec)).collect();
-    let best = a
-        .policies
-        .iter()
-        .zip(&kinds)
-        .filter(|(_, k)| **k == Kind::Fixed)
-        .filter_map(|(p, _)| Some((p, p.median(Metric::P99)?)))
+    let units: Vec<Vec<Unit>> = a.policies.iter().map(|p| pooled::units(a, p)).collect();
+    let p99: Vec<Option<Interval>> = units.iter().map(|u| pooled_interval(u, P99)).collect();
+    let kinds = &kinds;
+    let of_kind = |kind: Kind| (0..kinds.len()).filter(move |&i| kinds[i] == kind);
+    let best = of_kind(Kind::Fixed)
+        .filter_map(|i| Some((i, p99[i]?.median)))
         .min_by(|x, y| x.1.total_cmp(&y.1))
-        .map(|(p, _)| p);
-    let bound = a
-        .policies
-        .iter()
-        .zip(&kinds)
-        .find(|(_, k)| **k == Kind::Bound)
-        .map(|(p, _)| p);
-    let default = a.policies.iter().find(|p| p.spec == "default");
+        .map(|(i, _)| i);
+    let bound = of_kind(Kind::Bound).next();
+    let default = a.policies.iter().position(|p| p.spec == "default");
     let cells = a
         .policies
         .iter()
-        .zip(&kinds)
-        .map(|(p, &kind)| Cell {
+        .enumerate()
+        .map(|(i, p)| Cell {
             label: p.label.clone(),
             spec: p.spec.clone(),
-            kind,
-            rounds: p.values.get(&Metric::P99).map_or(0, Vec::len),
-            p99_ms: interval(p, Metric::P99),
-            p999_ms: interval(p, Metric::P999),
+            kind: kinds[i],
+            rounds: units[i].len(),
+            p99_ms: p99[i],
+            p999_ms: pooled_interval(&units[i], 0.999),
             rss_peak_mib: interval(p, Metric::RssPeak),
             cpu_ms_per_request: interval(p, Metric::CpuPerRequest),
-            to_best: best.and_then(|b| ratio(b, p, Metric::P99)),
-            to_bound: bound.and_then(|b| ratio(b, p, Metric::P99)),
-            vs_default: default.filter(|d| d.label != p.label).and_then(|d| {
-                let (bk, bv) = (d.pairs.get(&Metric::P99)?, d.values.get(&Metric::P99)?);
-                let (ck, cv) = (p.pairs.get(&Metric::P99)?, p.values.get(&Metric::P99)?);
-                let by_key: BTreeMap<_, _> = ck.iter().zip(cv).collect();
-                let (b, c): (Vec<f64>, Vec<f64>) = bk
-                    .iter()
-                    .zip(bv)
-                    .filter_map(|(k, x)| Some((*x, **by_key.get(k)?)))
-                    .unzip();
-                Comparison::paired("p99", &d.label, &b, &p.label, &c, &bootstrap())
-                    .ok()
-                    .map(|c| c.summary())
+            to_best: best.and_then(|b| ratio(&units[b], &units[i])),
+            to_bound: bound.and_then(|b| ratio(&units[b], &units[i])),
+            vs_default: default.filter(|&d| d != i).and_then(|d| {
+                let r = pooled::ratio_ci(&units[d], &units[i], P99, &bootstrap())?;
+                Some(pooled::sentence("p99", &p.label, &a.policies[d].label, &r))
             }),
         })
         .collect();
@@ -254,8 +240,8 @@ fn score_workload(w: &WorkloadRun) -> WorkloadScore {
         capacity_rps: w.run.rate_search.as_ref().map(|r| r.sustainable_rps),
         capacity_limited_by: w.run.rate_search.as_ref().map(|r| r.limited_by.clone()),
         rate_rps: w.run.rate_search.as_ref().map(|r| r.rate),
-        best_fixed: best.map(|b| b.label.clone()),
-        bound: bound.map(|b| b.label.clone()),
+        best_fixed: best.map(|b| a.policies[b].label.clone()),
+        bound: bound.map(|b| a.policies[b].label.clone()),
         cells,
         story_checks: story_checks(w),
         p99_floor: floor.and_then(|f| f.get(Metric::P99)).map(|f| f.relative()),
@@ -387,10 +373,12 @@ pub fn markdown(s: &Scoreboard, header: &str, heatmap: Option<&str>) -> String {
     );
     let _ = writeln!(
         md,
-        "Each cell: the median over rounds of the policy's p99 divided by the best fixed \
-         policy's p99 in the same round, with its 95 % bootstrap interval. ★ the best fixed \
-         policy; 🔴 significantly worse than it (paired t-test p < 0.05 and the interval \
-         excludes 1); 🟢 significantly better; ⚪ not significantly different. The GC-off bound \
+        "Each cell: the policy's p99 divided by the best fixed policy's, each the p99 of all \
+         its requests over all its rounds (what its users saw over the run; a median of \
+         per-round p99s would hide pauses rarer than one per round), with its 95 % bootstrap \
+         interval (rounds resampled, the same rounds for both). ★ the best fixed policy; 🔴 \
+         significantly worse than it (the interval excludes 1); 🟢 significantly better; ⚪ \
+         not significantly different. The GC-off bound \
          runs the collector off with no guard: what collecting less could gain at most, on a \
          bounded run, never a policy for production.\n"
     );
@@ -533,15 +521,16 @@ fn workload_section(md: &mut String, w: &WorkloadScore) {
         (Some(f), Some(o)) => {
             let _ = writeln!(
                 md,
-                "Noise floor of p99 for this design: ±{} ({o}).\n",
+                "Noise floor of the per-round p99 in this design, from an A/A run: ±{} ({o}); \
+                 the pooled p99 above has no A/A floor of its own yet.\n",
                 pct_abs(f)
             );
         }
         _ => {
             let _ = writeln!(
                 md,
-                "No noise floor was measured with this design: significance is from the paired \
-                 test alone.\n"
+                "No noise floor was measured with this design: significance is from the \
+                 bootstrap interval alone.\n"
             );
         }
     }
@@ -560,7 +549,7 @@ pub fn heatmap(s: &Scoreboard, path: &Path) -> Result<()> {
     root.fill(&WHITE)?;
     let font = ("sans-serif", 15).into_font();
     root.draw(&Text::new(
-        "p99 / best fixed policy (per workload, median over rounds)",
+        "p99 / best fixed policy (per workload, pooled over rounds)",
         (10, 10),
         ("sans-serif", 18).into_font(),
     ))?;

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use crate::metric::Metric;
+use crate::pooled::Counts;
 use crate::rundir::{SampleRow, TrialData};
 
 /// How a trial counts in the aggregate.
@@ -33,6 +34,8 @@ pub struct TrialMetrics {
     pub values: BTreeMap<Metric, f64>,
     /// Requests completed in the window (load generator).
     pub requests: Option<u64>,
+    /// The unit's requests' latencies (from `latency.hlog`), for percentiles pooled over units.
+    pub latency: Option<Counts>,
     /// What is missing or odd, for the report.
     pub notes: Vec<String>,
 }
@@ -62,6 +65,7 @@ pub fn compute(t: &TrialData, interval_s: Option<f64>) -> TrialMetrics {
         window: None,
         values: BTreeMap::new(),
         requests: None,
+        latency: None,
         notes: t.notes.clone(),
     };
     if let Some(e) = t.info.as_ref().and_then(|i| i.error.as_deref()) {
@@ -142,6 +146,9 @@ pub fn compute(t: &TrialData, interval_s: Option<f64>) -> TrialMetrics {
     resources(&mut m, &samples);
     gc(&mut m, t, &samples, start, end, interval_s);
     latency(&mut m, t);
+    if !t.latency_seconds.is_empty() {
+        m.latency = Some(Counts::merge(t.latency_seconds.iter().map(|(_, c)| c)));
+    }
     cpu_per_request(&mut m, &samples, interval_s);
     if m.requests == Some(0) {
         m.notes
@@ -159,9 +166,20 @@ pub fn compute_rounds(t: &TrialData, interval_s: Option<f64>) -> Vec<TrialMetric
         return vec![whole];
     }
     let half = interval_s.unwrap_or(1.0) / 2.0;
+    // Each second of the latency log belongs to the last turn that began before its middle:
+    // requests still answered after a turn's end are that turn's.
+    let starts: Vec<f64> = t.turns.iter().map(|r| r.t - r.interval_s).collect();
+    let mut seconds_of_turn: Vec<Vec<&Counts>> = vec![Vec::new(); t.turns.len()];
+    for (start, counts) in &t.latency_seconds {
+        let middle = start + 0.5;
+        if let Some(i) = starts.iter().rposition(|&s| s <= middle) {
+            seconds_of_turn[i].push(counts);
+        }
+    }
     t.turns
         .iter()
-        .map(|row| {
+        .zip(seconds_of_turn)
+        .map(|(row, seconds)| {
             let round = row.turn.unwrap_or(0);
             let (start, end) = (row.t - row.interval_s, row.t);
             let mut m = TrialMetrics {
@@ -170,6 +188,7 @@ pub fn compute_rounds(t: &TrialData, interval_s: Option<f64>) -> Vec<TrialMetric
                 window: Some((start, end)),
                 values: BTreeMap::new(),
                 requests: Some(row.requests),
+                latency: (!seconds.is_empty()).then(|| Counts::merge(seconds)),
                 notes: Vec::new(),
                 ..whole.clone()
             };

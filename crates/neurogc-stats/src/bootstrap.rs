@@ -137,6 +137,40 @@ pub fn median_ci(xs: &[f64], config: &BootstrapConfig) -> Result<ConfidenceInter
     Ok(interval(median_of(xs), stats, config.confidence))
 }
 
+/// Bootstrap interval of any statistic of `n` units (`n` ≥ 1): each resample draws `n` unit
+/// indices with replacement and hands them to `statistic`, whose value on `0..n` is the estimate.
+/// For statistics that need every unit at once, such as a percentile of all the units' requests
+/// pooled; for paired units, index both sides with the same indices. Resamples on which the
+/// statistic is not finite are left out (`None` if all are, or if the estimate is not).
+pub fn statistic_ci(
+    n: usize,
+    statistic: impl Fn(&[usize]) -> f64,
+    config: &BootstrapConfig,
+) -> Result<Option<ConfidenceInterval>> {
+    config.validate()?;
+    if n == 0 {
+        return Err(StatsError::Empty);
+    }
+    let all: Vec<usize> = (0..n).collect();
+    let estimate = statistic(&all);
+    let mut rng = Rng::new(config.seed);
+    let mut idx = vec![0; n];
+    let mut stats = Vec::with_capacity(config.resamples);
+    for _ in 0..config.resamples {
+        for slot in idx.iter_mut() {
+            *slot = rng.index(n);
+        }
+        let s = statistic(&idx);
+        if s.is_finite() {
+            stats.push(s);
+        }
+    }
+    if !estimate.is_finite() || stats.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(interval(estimate, stats, config.confidence)))
+}
+
 /// Both two-sample intervals from one set of resamples: the difference median(b) − median(a)
 /// and, unless some baseline median (original or resampled) is zero, the ratio
 /// median(b) / median(a).
@@ -226,6 +260,22 @@ mod tests {
         // The difference is still defined.
         let d = median_difference_ci(&[0.0, 0.0, 1.0], &[1.0, 2.0], &cfg).unwrap();
         assert_eq!(d.estimate, 1.5);
+    }
+
+    #[test]
+    fn any_statistic_resamples_as_the_median_does() {
+        let xs = [3.0, 9.0, 1.0, 4.0, 7.0, 2.0, 8.0];
+        let cfg = BootstrapConfig::default().with_resamples(500);
+        let by_index = statistic_ci(
+            xs.len(),
+            |idx| median_of(&idx.iter().map(|&i| xs[i]).collect::<Vec<_>>()),
+            &cfg,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(by_index, median_ci(&xs, &cfg).unwrap());
+        assert_eq!(statistic_ci(0, |_| 1.0, &cfg), Err(StatsError::Empty));
+        assert_eq!(statistic_ci(3, |_| f64::NAN, &cfg), Ok(None));
     }
 
     #[test]

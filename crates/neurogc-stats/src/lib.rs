@@ -44,8 +44,8 @@ pub mod student_t;
 pub mod welch;
 
 pub use bootstrap::{
-    median_ci, median_difference_ci, median_ratio_ci, BootstrapConfig, ConfidenceInterval,
-    DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED,
+    median_ci, median_difference_ci, median_ratio_ci, statistic_ci, BootstrapConfig,
+    ConfidenceInterval, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED,
 };
 pub use compare::{Comparison, Direction, Factor, NoiseFloor, SIGNIFICANCE_LEVEL};
 pub use descriptive::{max, mean, median, min, percentile, percentiles, std_dev, variance};
