@@ -31,6 +31,7 @@
 
 use std::time::Duration;
 
+use super::young::{Window, YoungThreshold, YoungTuner};
 use super::{Action, Collector, GcControl, GcError, Intent, Observation, Policy, Trigger};
 
 /// `threshold2` out of reach: CPython never starts a full collection by itself.
@@ -61,6 +62,8 @@ pub struct SchedulerConfig {
     pub pause: Duration,
     /// The share of the time the collections of the unfrozen part may take.
     pub cpu: f64,
+    /// threshold0: tuned by experiment after the freeze, left as it is, or set.
+    pub young: YoungThreshold,
 }
 
 impl Default for SchedulerConfig {
@@ -76,6 +79,7 @@ impl Default for SchedulerConfig {
             opportunistic: Duration::from_secs(1),
             pause: Duration::from_millis(5),
             cpu: 0.05,
+            young: YoungThreshold::Auto,
         }
     }
 }
@@ -167,6 +171,19 @@ pub struct Scheduler {
     /// [`PROBE_EVERY`]th waits again (`probing`), so a change in the traffic is noticed.
     not_waited: u32,
     probing: bool,
+    /// The experiment on threshold0 (`young=auto`), from the first sample after the freeze.
+    young: Option<YoungTuner>,
+}
+
+/// The share of requests the old generation's collections may delay: below it their pauses stay
+/// out of the p99 (half of its 1 %, for the requests a pause delays that the model misses).
+pub const TAIL_SHARE: f64 = 0.005;
+
+/// The share of requests the old generation's collections may still delay once the garbage's own
+/// share of the pauses is paid (`rate` in units of work per second, `b` in ms per unit): at or
+/// below 0 no cadence keeps them out of the p99.
+fn tail_room(rate: f64, b: f64) -> f64 {
+    TAIL_SHARE - rate * b / 1e3
 }
 
 /// Below this share of needed collections that found a quiet window, they stop waiting.
@@ -267,6 +284,7 @@ impl Scheduler {
             quiet_found: Estimate { value: Some(0.5) },
             not_waited: 0,
             probing: false,
+            young: None,
         }
     }
 
@@ -291,13 +309,17 @@ impl Scheduler {
     }
 
     /// How often the unfrozen part is collected, in work (see [`Scheduler::work`]). A
-    /// collection after `w` of work pauses about `a + b·w` (`a`: what stays live in it, `b`:
-    /// garbage arriving). The tail latency is the pause's wherever the pauses meet more than
-    /// a percent of the requests, so pauses are kept small: as often as the CPU budget allows
-    /// (`cpu=`: `(a + b·w)` ms per `w / rate` s at most that share), but not so often that the
-    /// pause goes below the target (`pause=`). Where the garbage alone takes more than the
-    /// budget, every `a / b` (pauses of `2a`, the least delay per unit of work). Until the
-    /// model has three points: 2 s of work or 400 requests.
+    /// collection after `w` of work pauses about `a + b·w` ms (`a`: what stays live in it, `b`:
+    /// garbage arriving) and delays the requests arriving during it and the one or so in
+    /// flight: `rate·(a + b·w)/1000 + 1` of every `w`. Below [`TAIL_SHARE`] of the requests the
+    /// pauses stay out of the p99, so the scheduler collects that rarely:
+    /// `w = (rate·a/1000 + 1) / (TAIL_SHARE − rate·b/1000)` — collecting more often would not make a pause shorter
+    /// than `a` and would meet more requests. Where the garbage alone delays more than that
+    /// share, no cadence keeps the pauses out of the p99, and they are kept small instead: as
+    /// often as the CPU budget allows (`cpu=`: `(a + b·w)` ms per `w / rate` s at most that
+    /// share), or every `a / b` (pauses of `2a`) where the garbage alone takes more. Never so
+    /// often that the pause goes below the target (`pause=`). Until the model has three
+    /// points: 2 s of work or 400 requests.
     pub fn cadence(&self, obs: &Observation) -> f64 {
         let (default, lo, hi) = if obs.traffic.is_some() {
             (400.0, 10.0, 100_000.0)
@@ -307,15 +329,20 @@ impl Scheduler {
         match self.pause_model.fit() {
             Some((a, b)) if b > 0.0 => {
                 let small = ((self.cfg.pause.as_secs_f64() * 1e3 - a) / b).max(0.0);
-                let rate = obs.traffic.map_or(1.0, |t| t.rate()).max(1e-9);
-                // ms of pause per unit of work the budget leaves for the live part.
-                let room = 1e3 * self.cfg.cpu / rate - b;
-                let w = if room > 0.0 {
-                    (a / room).max(small)
+                let (rate, in_flight) = obs
+                    .traffic
+                    .map_or((1.0, 0.0), |t| (t.rate().max(1e-9), 1.0));
+                let tail_room = tail_room(rate, b);
+                // ms of pause per unit of work the CPU budget leaves for the live part.
+                let cpu_room = 1e3 * self.cfg.cpu / rate - b;
+                let w = if tail_room > 0.0 {
+                    (rate * a / 1e3 + in_flight) / tail_room
+                } else if cpu_room > 0.0 {
+                    a / cpu_room
                 } else {
                     a / b
                 };
-                w.clamp(lo, hi)
+                w.max(small).clamp(lo, hi)
             }
             Some(_) => hi,
             None => default,
@@ -607,6 +634,49 @@ impl Scheduler {
         }
     }
 
+    /// Feeds the threshold0 experiment the sample of an interval that began after the freeze
+    /// (the freeze's own collection is no part of any threshold's cost), and carries out the
+    /// change it asks for.
+    fn tune_young(
+        &mut self,
+        gc: &mut dyn GcControl,
+        obs: &Observation,
+    ) -> Result<Option<Action>, GcError> {
+        // Whether full pauses are in the p99: until the pause model says otherwise, they are.
+        let rate = obs.traffic.map_or(1.0, |t| t.rate());
+        let full_in_tail = self
+            .pause_model
+            .fit()
+            .is_none_or(|(_, b)| tail_room(rate, b) <= 0.0);
+        let (Some(tuner), Some(s)) = (self.young.as_mut(), obs.sample) else {
+            return Ok(None);
+        };
+        let began = obs.elapsed.as_secs_f64() - s.interval_s;
+        if !self.frozen || began < self.frozen_at.as_secs_f64() {
+            return Ok(None);
+        }
+        let work = match obs.traffic {
+            Some(_) => s.requests.unwrap_or(0) as f64,
+            None => s.interval_s,
+        };
+        let window = Window::of_sample(
+            s.interval_s,
+            work,
+            s.gc.map(|g| g.collections),
+            s.gc.map(|g| g.pause_ms_sum),
+        );
+        let Some(change) = tuner.observe(window, full_in_tail) else {
+            return Ok(None);
+        };
+        let mut t = gc.threshold()?;
+        t[0] = change.threshold0;
+        gc.set_threshold(t)?;
+        Ok(Some(Action::new(
+            format!("set_threshold({}, {}, {})", t[0], t[1], t[2]),
+            change.why,
+        )))
+    }
+
     /// Live memory (after a full collection) above the budget: reported once, never raised.
     fn over_budget(&mut self, obs: &Observation) -> Option<Action> {
         let rss = obs.rss_bytes?;
@@ -650,6 +720,11 @@ impl Policy for Scheduler {
         }
         let mut t = gc.threshold()?;
         t[2] = HELD_BACK;
+        match self.cfg.young {
+            YoungThreshold::Fixed(n) => t[0] = n,
+            YoungThreshold::Auto => self.young = Some(YoungTuner::new(t[0])),
+            YoungThreshold::Off => {}
+        }
         gc.set_threshold(t)?;
         self.live_after_full = obs.rss_bytes;
         self.last_full = obs.elapsed;
@@ -672,6 +747,7 @@ impl Policy for Scheduler {
     fn tick(&mut self, gc: &mut dyn GcControl, obs: &Observation) -> Result<Vec<Action>, GcError> {
         self.asked = obs.elapsed;
         let mut actions: Vec<Action> = self.over_budget(obs).into_iter().collect();
+        actions.extend(self.tune_young(gc, obs)?);
         if let Some((plan, moment)) = self.decide(obs) {
             actions.extend(self.carry_out(gc, obs, plan, moment)?);
         } else if obs.elapsed > self.last_full + Duration::from_millis(200) {
@@ -973,6 +1049,30 @@ mod tests {
         }
         let c = s.cadence(&o);
         assert!((c - 20.0 / 60.0).abs() < 1e-6, "{c}");
+        // Little garbage (b = 1 ms/s): rarely enough that pauses take 0.5 % of the time, every
+        // 5 s (pauses of 25 ms), not every 0.4 s as the CPU budget would allow.
+        let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
+        for t in [0.5, 1.0, 2.0, 4.0] {
+            s.pause_model.add(t, 20.0 + t);
+        }
+        let c = s.cadence(&o);
+        assert!((c - 5.0).abs() < 1e-6, "{c}");
+        // In requests, at ~200 req/s: a 10 ms pause delays 2 arrivals and ~1 in flight; with
+        // 0.001 ms per request of garbage, every (2 + 1) / (0.005 - 0.0002) ≈ 625 requests
+        // (the rate is measured over the last arrivals).
+        let arrivals = steady_arrivals();
+        let steady = Traffic {
+            in_flight: 0,
+            now_ns: 500_000_000,
+            arrivals: &arrivals,
+            total: 100,
+        };
+        let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
+        for w in [100.0, 400.0, 1000.0, 2000.0] {
+            s.pause_model.add(w, 10.0 + 0.001 * w);
+        }
+        let c = s.cadence(&obs(1.0, 100, Some(steady)));
+        assert!((600.0..650.0).contains(&c), "{c}");
         // Counted in requests where a middleware counts them: idle or stopped time is no work.
         let arrivals = [0u64, 1_000_000];
         let traffic = Traffic {
@@ -987,6 +1087,57 @@ mod tests {
             Scheduler::new("neurogc", SchedulerConfig::default()).cadence(&o),
             400.0
         );
+    }
+
+    #[test]
+    fn tunes_the_young_threshold_from_the_samples_after_the_freeze() {
+        let cfg = SchedulerConfig {
+            warmup: Duration::from_secs(1),
+            ..SchedulerConfig::default()
+        };
+        let (mut s, mut gc) = started(cfg);
+        // One sample a second: 100 young collections of 0.1 ms, one full one of 18 ms.
+        let mut sample = crate::sample::Sample {
+            interval_s: 1.0,
+            ..Default::default()
+        };
+        sample.gc[0].collections = 100;
+        sample.gc[0].pause_ms_sum = 10.0;
+        sample.gc[2].collections = 1;
+        sample.gc[2].pause_ms_sum = 18.0;
+        let mut set = Vec::new();
+        for sec in 1..=9 {
+            let o = Observation {
+                sample: Some(&sample),
+                ..obs(sec as f64, 100, None)
+            };
+            for a in s.tick(&mut gc, &o).unwrap() {
+                if a.action.starts_with("set_threshold") {
+                    set.push((sec, a));
+                }
+            }
+        }
+        // Frozen at 1 s; the samples of 2-4 s make the settling window (3 full collections),
+        // those of 5-7 s the measured one; the trial starts at 7 s.
+        assert_eq!(set.len(), 1, "{set:?}");
+        assert_eq!(set[0].0, 7);
+        assert!(
+            set[0].1.reason.contains("young threshold trial: 2800"),
+            "{set:?}"
+        );
+        assert_eq!(gc.threshold, [2800, 10, HELD_BACK]);
+        // young=off and young=N leave no experiment.
+        for (young, t0) in [
+            (YoungThreshold::Off, 700),
+            (YoungThreshold::Fixed(50_000), 50_000),
+        ] {
+            let (s, gc) = started(SchedulerConfig {
+                young,
+                ..SchedulerConfig::default()
+            });
+            assert!(s.young.is_none());
+            assert_eq!(gc.threshold[0], t0);
+        }
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use neurogc_units::{parse_duration, parse_size};
 
+use super::young::{YoungThreshold, MAX_THRESHOLD};
 use super::{
     DefaultPolicy, FreezePolicy, GcOffPolicy, GuardConfig, MemoryGuard, PeriodicPolicy, Policy,
     Scheduler, SchedulerConfig, ThresholdPolicy,
@@ -18,7 +19,7 @@ use super::{
 pub const KNOWN_POLICIES: &str = "default, threshold:T0[,T1[,T2]], \
      periodic:SECS[,rss=SIZE][,young=COUNT][,check=SECS], freeze[:WARMUP_SECS], \
      neurogc-seed:MODEL_DIR[,threshold=T], \
-     neurogc[,warmup=SECS][,freeze=on|off][,quiet=P][,max_wait=SECS][,growth=F][,pause=MS][,cpu=F][,rss=SIZE], \
+     neurogc[,warmup=SECS][,freeze=on|off][,quiet=P][,max_wait=SECS][,growth=F][,pause=MS][,cpu=F][,rss=SIZE][,young=auto|off|N], \
      gc-off (a bound for bounded runs, no guard)";
 
 /// Default warm-up before `freeze` collects and freezes.
@@ -295,9 +296,23 @@ fn parse_scheduler(options: &[(&str, &str)]) -> Result<SchedulerConfig, String> 
                 }
             }
             "rss" => c.rss_budget = Some(parse_size(value)?),
+            "young" => {
+                c.young = match *value {
+                    "auto" => YoungThreshold::Auto,
+                    "off" => YoungThreshold::Off,
+                    n => match n.parse::<u64>() {
+                        Ok(n) if (1..=MAX_THRESHOLD).contains(&n) => YoungThreshold::Fixed(n),
+                        _ => {
+                            return Err(format!(
+                                "young={value:?} must be auto, off or a threshold0 from 1 to {MAX_THRESHOLD}"
+                            ))
+                        }
+                    },
+                }
+            }
             other => {
                 return Err(format!(
-                    "unknown option {other:?}; neurogc takes warmup, freeze, quiet, max_wait, growth, pause, cpu, rss"
+                    "unknown option {other:?}; neurogc takes warmup, freeze, quiet, max_wait, growth, pause, cpu, rss, young"
                 ))
             }
         }
@@ -363,7 +378,7 @@ mod tests {
             PolicySpec::Neurogc(SchedulerConfig::default())
         );
         let PolicySpec::Neurogc(c) = parse(
-            "neurogc,warmup=10s,freeze=off,quiet=0.8,max_wait=500ms,growth=0.2,cpu=0.1,rss=1G",
+            "neurogc,warmup=10s,freeze=off,quiet=0.8,max_wait=500ms,growth=0.2,cpu=0.1,rss=1G,young=off",
         )
         .unwrap() else {
             panic!()
@@ -374,7 +389,14 @@ mod tests {
         );
         assert_eq!((c.max_wait, c.growth), (Duration::from_millis(500), 0.2));
         assert_eq!((c.cpu, c.rss_budget), (0.1, Some(1 << 30)));
+        assert_eq!(c.young, YoungThreshold::Off);
+        let PolicySpec::Neurogc(c) = parse("neurogc,young=50000").unwrap() else {
+            panic!()
+        };
+        assert_eq!(c.young, YoungThreshold::Fixed(50_000));
         for bad in [
+            "neurogc,young=0",
+            "neurogc,young=lots",
             "neurogc,cpu=0",
             "neurogc:models/x",
             "neurogc,quiet=2",

@@ -1,0 +1,311 @@
+//! The young generation's threshold (`threshold0`), chosen by experiment on the service.
+//!
+//! With CPython's 700, request objects that outlive a few hundred allocations (a trace kept for a
+//! second, a session, a cache entry) survive two young collections and reach the old generation,
+//! where only a full collection frees them: the scheduler's collections of the unfrozen part then
+//! pay for them, and the promoted garbage sets their size. A larger threshold0 lets such objects
+//! die young, at the price of longer young pauses (a young collection scans what was allocated
+//! since the last one). Services publish `set_threshold(50_000, ...)` for this (freqtrade, "20 %
+//! faster Python with a single GC tweak"); on a service whose garbage dies young anyway it only
+//! lengthens the young pauses. Which side wins is the service's, so the tuner measures it:
+//!
+//! after the freeze, and a first window that lets its aftermath pass (the first collections of
+//! the unfrozen part find what was promoted during the warm-up), it measures a window at the
+//! current threshold, then one at four times it, and keeps the larger when the largest frequent
+//! pause fell by a tenth or more: the mean young pause, or the mean full pause where the
+//! scheduler says its full collections meet enough requests to be in the p99 (where they do not,
+//! a larger threshold can only lengthen the young pauses, which then are the p99). Otherwise it
+//! goes back and stops climbing. A window lasts until it holds [`Window::MIN_FULL`] full and
+//! [`Window::MIN_YOUNG`] young collections, counted from the samples' GC statistics (or
+//! [`Window::MAX_SECONDS`] of samples: counts, not seconds, because a stopped or idle service
+//! makes no garbage).
+
+/// How the scheduler sets threshold0 (`young=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum YoungThreshold {
+    /// Leave CPython's.
+    Off,
+    /// Tune by experiment (the default).
+    Auto,
+    /// Set it once.
+    Fixed(u64),
+}
+
+/// The largest threshold0 tried: a young collection of ~100k objects pauses ~10 ms.
+pub const MAX_THRESHOLD: u64 = 100_000;
+/// Each trial multiplies threshold0 by this.
+const STEP: u64 = 4;
+/// A trial is kept when the largest frequent pause falls at least this much.
+const GAIN: f64 = 0.9;
+
+/// GC statistics summed over a window of samples.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Window {
+    pub seconds: f64,
+    pub work: f64,
+    pub young_count: u64,
+    pub young_ms: f64,
+    pub full_count: u64,
+    pub full_ms: f64,
+}
+
+impl Window {
+    pub const MIN_FULL: u64 = 3;
+    pub const MIN_YOUNG: u64 = 20;
+    pub const MAX_SECONDS: f64 = 30.0;
+
+    /// One sample's: its interval, the work done in it, its per-generation collection counts
+    /// and pause sums.
+    pub fn of_sample(seconds: f64, work: f64, collections: [u64; 3], pause_ms: [f64; 3]) -> Self {
+        Window {
+            seconds,
+            work,
+            young_count: collections[0] + collections[1],
+            young_ms: pause_ms[0] + pause_ms[1],
+            full_count: collections[2],
+            full_ms: pause_ms[2],
+        }
+    }
+
+    fn merge(&mut self, w: &Window) {
+        self.seconds += w.seconds;
+        self.work += w.work;
+        self.young_count += w.young_count;
+        self.young_ms += w.young_ms;
+        self.full_count += w.full_count;
+        self.full_ms += w.full_ms;
+    }
+
+    fn complete(&self) -> bool {
+        self.seconds >= Self::MAX_SECONDS
+            || (self.full_count >= Self::MIN_FULL && self.young_count >= Self::MIN_YOUNG)
+    }
+
+    fn young_mean(&self) -> f64 {
+        self.young_ms / self.young_count.max(1) as f64
+    }
+
+    fn full_mean(&self) -> f64 {
+        self.full_ms / self.full_count.max(1) as f64
+    }
+
+    /// The largest pause frequent enough to set the p99: the young one, or the full one when
+    /// `full_in_tail`.
+    fn largest(&self, full_in_tail: bool) -> f64 {
+        let full = if full_in_tail { self.full_mean() } else { 0.0 };
+        self.young_mean().max(full)
+    }
+
+    fn describe(&self, threshold: u64) -> String {
+        format!(
+            "at {threshold}: young pauses {:.2} ms, full {:.2} ms",
+            self.young_mean(),
+            self.full_mean()
+        )
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Phase {
+    /// The first window after the freeze, not measured.
+    Settling,
+    /// Measuring the current threshold.
+    Base,
+    /// Measuring `from * STEP`, against `from`'s window.
+    Trial { from: u64, base: Window },
+    /// Done climbing.
+    Settled,
+}
+
+/// What the tuner wants done: a threshold0 to set, and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Change {
+    pub threshold0: u64,
+    pub why: String,
+}
+
+/// The experiment.
+#[derive(Clone, Debug, PartialEq)]
+pub struct YoungTuner {
+    pub threshold0: u64,
+    phase: Phase,
+    window: Window,
+}
+
+impl YoungTuner {
+    pub fn new(threshold0: u64) -> Self {
+        YoungTuner {
+            threshold0,
+            phase: Phase::Settling,
+            window: Window::default(),
+        }
+    }
+
+    pub fn settled(&self) -> bool {
+        self.phase == Phase::Settled
+    }
+
+    /// Feeds one sample's statistics; returns a change of threshold0 when a window closes and
+    /// calls for one. `full_in_tail`: the full collections delay enough requests to be in the
+    /// p99 (the scheduler's judgement, see `Scheduler::cadence`).
+    pub fn observe(&mut self, sample: Window, full_in_tail: bool) -> Option<Change> {
+        if self.settled() {
+            return None;
+        }
+        self.window.merge(&sample);
+        if !self.window.complete() {
+            return None;
+        }
+        let done = std::mem::take(&mut self.window);
+        match self.phase {
+            Phase::Settling => {
+                self.phase = Phase::Base;
+                None
+            }
+            Phase::Base => {
+                let from = self.threshold0;
+                let next = self.try_next(done)?;
+                Some(Change {
+                    threshold0: next,
+                    why: format!(
+                        "young threshold trial: {next} against {}",
+                        done.describe(from)
+                    ),
+                })
+            }
+            Phase::Trial { from, base } => {
+                let (before, after) = (base.largest(full_in_tail), done.largest(full_in_tail));
+                if after <= GAIN * before {
+                    // Kept; its window is the base of the next trial.
+                    let kept = self.threshold0;
+                    let why = format!(
+                        "young threshold {kept} kept ({}; {})",
+                        done.describe(kept),
+                        base.describe(from)
+                    );
+                    return Some(match self.try_next(done) {
+                        Some(next) => Change {
+                            threshold0: next,
+                            why: format!("{why}; trying {next}"),
+                        },
+                        None => Change {
+                            threshold0: kept,
+                            why: format!("{why}; the largest tried"),
+                        },
+                    });
+                }
+                self.phase = Phase::Settled;
+                self.threshold0 = from;
+                Some(Change {
+                    threshold0: from,
+                    why: format!(
+                        "young threshold back to {from}: the largest frequent pause is {after:.2} ms against {before:.2} ms ({}; {})",
+                        done.describe(from * STEP),
+                        base.describe(from)
+                    ),
+                })
+            }
+            Phase::Settled => None,
+        }
+    }
+
+    /// Starts a trial of the next threshold against `base` (the current one's window), or
+    /// settles at the largest.
+    fn try_next(&mut self, base: Window) -> Option<u64> {
+        let next = self.threshold0 * STEP;
+        if next > MAX_THRESHOLD || base.young_count == 0 {
+            self.phase = Phase::Settled;
+            return None;
+        }
+        self.phase = Phase::Trial {
+            from: self.threshold0,
+            base,
+        };
+        self.threshold0 = next;
+        Some(next)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `seconds` of samples, one a second, each with young collections of `young_ms` each
+    /// (`young_per_s` a second) and one full collection of `full_ms`.
+    fn feed(
+        t: &mut YoungTuner,
+        seconds: u32,
+        young_per_s: u64,
+        young_ms: f64,
+        full_ms: f64,
+        full_in_tail: bool,
+    ) -> Vec<Change> {
+        (0..seconds)
+            .filter_map(|_| {
+                let sample = Window {
+                    seconds: 1.0,
+                    work: 100.0,
+                    young_count: young_per_s,
+                    young_ms: young_per_s as f64 * young_ms,
+                    full_count: 1,
+                    full_ms,
+                };
+                t.observe(sample, full_in_tail)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn climbs_while_the_full_pauses_in_the_tail_shrink() {
+        let mut t = YoungTuner::new(700);
+        // The aftermath of the freeze: large full collections, not measured.
+        assert!(feed(&mut t, 3, 100, 0.1, 200.0, true).is_empty());
+        // At 700: young pauses of 0.1 ms, full ones of 18 ms in the tail.
+        let c = feed(&mut t, 3, 100, 0.1, 18.0, true);
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert_eq!(c[0].threshold0, 2800);
+        assert!(c[0].why.contains("trial: 2800"), "{c:?}");
+        // At 2800 less is promoted: full pauses of 9 ms: kept, and 11200 tried.
+        let c = feed(&mut t, 3, 25, 0.4, 9.0, true);
+        assert_eq!(c[0].threshold0, 11200, "{c:?}");
+        assert!(c[0].why.contains("2800 kept"), "{c:?}");
+        // At 11200 the full pauses stay at 8.5 ms: not a tenth less; back to 2800, settled.
+        let c = feed(&mut t, 4, 6, 1.6, 8.5, true);
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert_eq!(c[0].threshold0, 2800, "{c:?}");
+        assert!(c[0].why.contains("back to 2800"), "{c:?}");
+        assert!(t.settled());
+        assert!(feed(&mut t, 30, 6, 1.6, 1.0, true).is_empty());
+    }
+
+    #[test]
+    fn full_pauses_out_of_the_tail_leave_the_young_ones_to_judge() {
+        let mut t = YoungTuner::new(700);
+        feed(&mut t, 3, 100, 0.1, 18.0, false);
+        feed(&mut t, 3, 100, 0.1, 18.0, false);
+        // Full pauses halved, but they are not in the p99; the young ones, which are, grew.
+        let c = feed(&mut t, 3, 25, 0.4, 9.0, false);
+        assert_eq!(c[0].threshold0, 700, "{c:?}");
+        assert!(c[0].why.contains("0.40 ms against 0.10 ms"), "{c:?}");
+    }
+
+    #[test]
+    fn a_window_waits_for_its_collections_up_to_its_longest() {
+        let mut t = YoungTuner::new(700);
+        let quiet = Window {
+            seconds: 1.0,
+            work: 10.0,
+            young_count: 10,
+            young_ms: 1.0,
+            ..Window::default()
+        };
+        for _ in 0..59 {
+            assert_eq!(t.observe(quiet, true), None);
+        }
+        assert_eq!(t.observe(quiet, true).map(|c| c.threshold0), Some(2800));
+        // Nothing past the largest threshold.
+        let mut t = YoungTuner::new(50_000);
+        assert!(feed(&mut t, 40, 1, 1.0, 1.0, true).is_empty());
+        assert!(t.settled());
+    }
+}
