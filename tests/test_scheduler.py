@@ -76,6 +76,7 @@ def test_a_bad_spec_names_the_problem():
     for spec, message in [
         ("neurogc,quiet=2", "quiet"),
         ("neurogc,speed=1", 'unknown option "speed"'),
+        ("neurogc,young=lots", "must be auto, off or a threshold0"),
         ("neurogc:models/x", "options only"),
     ]:
         with pytest.raises(ValueError, match=message):
