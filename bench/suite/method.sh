@@ -19,7 +19,7 @@ commit=$(git rev-parse --short HEAD)
   echo "# Does the method give a timer policy free idle time?"
   echo
   echo "Command: \`bench/suite/method.sh\` · commit $commit · $(date -u '+%Y-%m-%d %H:%M UTC')."
-  echo "growing-cache, \`periodic:5\` against \`default\`, each method's own capacity search (collector off, 60 %)."
+  echo "growing-cache, \`periodic:5\` against \`default\`, each method's own capacity search (the lower of gc-off's and default's, 60 %)."
   echo
   echo "| method | idle time a server gets | periodic:5 vs default (from each run's report) |"
   echo "|---|---|---|"
