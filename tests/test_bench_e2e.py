@@ -8,6 +8,7 @@ import os
 import signal
 import struct
 import subprocess
+import sys
 import time
 import zlib
 from pathlib import Path
@@ -404,6 +405,28 @@ def test_interrupted_bench_stops_everything_and_keeps_what_it_measured(tmp_path)
     assert not pid_alive(trial["pid"])
     assert no_process_mentions(str(run)) == []
     assert no_process_mentions(f"127.0.0.1:{trial['port']}") == []
+
+
+def test_kill_9_leaves_no_process_behind(tmp_path):
+    """`kill -9` of `neurogc collect --cmd` (no chance to clean up): the service it started under
+    `sh -c`, a grandchild the parent-death signal never reaches, dies with it."""
+    token = tmp_path / "served"
+    token.mkdir()
+    tasks = tmp_path / "tasks.toml"
+    tasks.write_text('[[task]]\npath = "/"\n')
+    proc = subprocess.Popen(
+        [str(NEUROGC), "collect", "--cmd", f"{sys.executable} -m http.server {{port}} --directory {token}",
+         "--tasks", str(tasks), "--rate", "5", "--duration", "60s",
+         "--warmup", "0s", "--runs-dir", str(tmp_path / "runs"), "--no-dashboard"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    wait_for(
+        lambda: any("http.server" in p for p in no_process_mentions(str(token))), 30, "the service"
+    )
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    wait_for(lambda: not no_process_mentions(str(token)), 10, "the service to die with collect")
 
 
 @pytest.mark.parametrize(

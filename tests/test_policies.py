@@ -93,26 +93,23 @@ def test_guard_fires_on_young_generation_budget(clean_gc):
     assert gc.get_count()[0] < 20_000
 
 
-def test_guard_fires_on_rss_budget_and_bounds_memory(clean_gc):
+def test_guard_keeps_its_rss_budget(clean_gc):
+    """A budget is a budget: ~300 MiB of cyclic garbage with 64 KiB payloads over ~3 s, and RSS
+    stays within the budget + 10 % (a guard that re-armed above each firing let it climb 25 %
+    per firing)."""
     base = vm_rss_bytes_self()
     budget = base + (64 << 20)
     agent = neurogc.start(f"periodic:600,rss={budget},young=100000000,check=0.05", interval=0.1)
     peak = 0
-    # ~200 MiB of cyclic garbage: without the guard RSS would grow by all of it.
-    for _ in range(200):
+    for _ in range(300):
         make_garbage(16, 64 << 10)
-        time.sleep(0.002)  # let the guard's 50 ms checks see the growth
+        time.sleep(0.01)  # ~1 MiB per 10 ms: a check every 50 ms sees ~5 MiB more
         peak = max(peak, vm_rss_bytes_self())
-    sample = wait_for(
-        lambda: (s := agent.totals()) and s["policy_collections"] > 0 and agent.snapshot(),
-        3,
-        "the guard to fire",
+    wait_for(lambda: agent.totals()["policy_collections"] > 0, 3, "the guard to fire")
+    assert peak <= budget * 1.1, (
+        f"RSS peaked {(peak - budget) >> 20} MiB above its budget of {budget >> 20} MiB"
     )
-    assert peak < base + (150 << 20), (
-        f"RSS grew {(peak - base) >> 20} MiB; the guard did not bound it"
-    )
-    reasons = sample["policy_reason"]
-    assert agent.totals()["policy_collections"] >= 1, reasons
+    assert agent.totals()["policy_collections"] >= 2
 
 
 def vm_rss_bytes_self() -> int:

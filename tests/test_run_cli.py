@@ -116,3 +116,50 @@ def test_run_writes_gc_events_to_an_absolute_path(tmp_path):
     r = neurogc("run", "--csv", "x.csv", "--gc-events-csv", "x.csv", "--", sys.executable, "-c", "1",
                 cwd=tmp_path)  # fmt: skip
     assert r.returncode == 2 and "different files" in r.stderr
+
+
+def test_a_planted_bootstrap_folder_is_never_used(tmp_path):
+    """Under the temporary directory anyone may create the folder `neurogc run` would use and put
+    a sitecustomize.py in it: a folder others can write into (or that another user owns) is
+    refused and a fresh private one used, so the planted file never runs."""
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    version = subprocess.run(
+        ["neurogc", "--version"], capture_output=True, text=True, check=True
+    ).stdout.split()[-1]
+    marker = tmp_path / "planted-ran"
+    planted = tmpdir / f"neurogc-bootstrap-{os.getuid()}-{version}"
+    # Its own folder that others could only read (an older version's): made private and used.
+    planted.mkdir(mode=0o755)
+    os.chmod(planted, 0o755)
+    r = neurogc(
+        "run", "--", sys.executable, "-c", "import neurogc; print(neurogc.current().policy)",
+        env={**os.environ, "TMPDIR": str(tmpdir)},
+    )  # fmt: skip
+    assert r.returncode == 0 and r.stdout.split() == ["default"], r.stderr
+    assert planted.stat().st_mode & 0o777 == 0o700, oct(planted.stat().st_mode)
+    for owner_is_someone_else in (False, True):
+        if owner_is_someone_else and os.geteuid() != 0:
+            continue  # only root can give a folder away
+        (planted / "sitecustomize.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+        if owner_is_someone_else:
+            os.chmod(planted, 0o755)
+            os.chown(planted, 65534, 65534)
+        else:
+            os.chmod(planted, 0o777)
+        r = neurogc(
+            "run", "--", sys.executable, "-c", "import neurogc; print(neurogc.current().policy)",
+            env={**os.environ, "TMPDIR": str(tmpdir)},
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.split() == ["default"], r.stdout
+        assert not marker.exists(), "the planted sitecustomize.py ran"
+        if owner_is_someone_else:
+            os.chown(planted, os.getuid(), os.getgid())
+    # It ran from folders of its own making, its user's alone.
+    made = [d for d in tmpdir.iterdir() if d.name.startswith(planted.name + "-")]
+    assert made, list(tmpdir.iterdir())
+    for d in made:
+        assert d.stat().st_uid == os.getuid() and d.stat().st_mode & 0o077 == 0, oct(
+            d.stat().st_mode
+        )

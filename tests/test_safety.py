@@ -54,7 +54,7 @@ def test_many_forks_under_a_busy_sampler_never_deadlock():
         textwrap.dedent(
             """
             import gc, os, neurogc
-            a = neurogc.start("periodic:0.002", interval=0.001)
+            a = neurogc.start("periodic:0.01", interval=0.001)
             class C:
                 def __init__(self): self.me = self
             failures = 0

@@ -1,13 +1,20 @@
 //! Child processes that must never outlive the run: each in its own process group (so a terminal's
 //! Ctrl-C reaches us first and we stop them in order), killed with the parent if it dies, and
 //! optionally pinned to CPUs. Also the Ctrl-C flag every loop polls.
+//!
+//! "Killed with the parent" holds for the whole group, grandchildren included: the parent-death
+//! signal reaches only the leader (a `sh -c` wrapper, say), so every group also gets a keeper,
+//! `neurogc __keep PGID`, that watches a pipe whose only write end is this process's. However
+//! this process ends, `kill -9` included, the keeper reads end of file and kills the group.
 
 use std::fs::File;
 use std::io;
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -61,6 +68,8 @@ pub fn allowed_cpus() -> Vec<usize> {
 /// A process group we started; dropping it stops the whole group.
 pub struct Group {
     child: Child,
+    /// Kills the group if this process dies without stopping it.
+    keeper: Option<Child>,
     name: String,
     stopped: bool,
 }
@@ -103,11 +112,96 @@ pub fn spawn_group(
     let child = cmd
         .spawn()
         .with_context(|| format!("cannot start {name} ({:?})", cmd.get_program()))?;
+    let keeper = spawn_keeper(child.id() as libc::pid_t);
     Ok(Group {
         child,
+        keeper,
         name: name.to_string(),
         stopped: false,
     })
+}
+
+/// This process's lifeline: a pipe whose write end only this process holds (close-on-exec, never
+/// written), and whose read end every keeper watches.
+fn lifeline() -> Option<&'static (OwnedFd, OwnedFd)> {
+    static LIFELINE: OnceLock<Option<(OwnedFd, OwnedFd)>> = OnceLock::new();
+    LIFELINE
+        .get_or_init(|| {
+            let mut fds = [0; 2];
+            // SAFETY: pipe2 fills both descriptors; each is then owned exactly once.
+            if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+                return None;
+            }
+            // SAFETY: fresh descriptors from pipe2, owned by nothing else.
+            Some(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+        })
+        .as_ref()
+}
+
+/// Starts the keeper of group `pgid` (see the module's comment). Without one (no pipe, no
+/// executable) the group still gets the parent-death signal on its leader.
+fn spawn_keeper(pgid: libc::pid_t) -> Option<Child> {
+    let (read, _write) = lifeline()?;
+    let exe = std::env::current_exe().ok()?;
+    let stdin = read.try_clone().ok()?;
+    let mut cmd = Command::new(exe);
+    cmd.arg("__keep")
+        .arg(pgid.to_string())
+        .stdin(Stdio::from(stdin))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // SAFETY: only async-signal-safe calls between fork and exec. Its own group: a terminal's
+    // Ctrl-C is ours to handle, not the keeper's.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setpgid(0, 0);
+            Ok(())
+        });
+    }
+    cmd.spawn().ok()
+}
+
+/// `neurogc __keep PGID`: waits until standard input (the lifeline) ends, then stops the group
+/// (SIGCONT, SIGTERM, then SIGKILL after 3 s); exits by itself once the group is gone.
+pub fn keep(pgid: libc::pid_t) -> i32 {
+    let alive = || {
+        // SAFETY: signal 0 only checks that the group exists.
+        unsafe { libc::kill(-pgid, 0) == 0 }
+    };
+    loop {
+        let mut fd = libc::pollfd {
+            fd: 0,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        let ready = unsafe { libc::poll(&mut fd, 1, 1000) };
+        if ready > 0 {
+            let mut byte = [0u8; 1];
+            // SAFETY: reads at most one byte into a local buffer.
+            let n = unsafe { libc::read(0, byte.as_mut_ptr().cast(), 1) };
+            if n <= 0 {
+                break; // the parent is gone
+            }
+        }
+        if !alive() {
+            return 0;
+        }
+    }
+    // SAFETY: negative pids address the group this keeper was started for.
+    unsafe {
+        libc::kill(-pgid, libc::SIGCONT);
+        libc::kill(-pgid, libc::SIGTERM);
+    }
+    let end = Instant::now() + Duration::from_secs(3);
+    while alive() && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: as above.
+    unsafe {
+        libc::kill(-pgid, libc::SIGKILL);
+    }
+    0
 }
 
 impl Group {
@@ -167,6 +261,10 @@ impl Group {
         self.signal(libc::SIGKILL);
         if status.is_none() {
             status = self.child.wait().ok();
+        }
+        if let Some(mut keeper) = self.keeper.take() {
+            let _ = keeper.kill();
+            let _ = keeper.wait();
         }
         status
     }

@@ -37,6 +37,9 @@ enum Command {
     Report(neurogc_report::ReportArgs),
     /// Every bundled workload × GC policy, in turns on one core; the scoreboard of where each wins.
     Suite(neurogc_suite::SuiteArgs),
+    /// Internal: kills process group PGID when the process that started it ends.
+    #[command(name = "__keep", hide = true)]
+    Keep { pgid: i32 },
 }
 
 /// `neurogc bench`: the run, then its report.
@@ -70,6 +73,7 @@ fn main() {
         Command::Bench(args) => bench(&args),
         Command::Demo(args) => demo::run(args),
         Command::Report(args) => neurogc_report::run(args),
+        Command::Keep { pgid } => Ok(neurogc_bench::proc::keep(pgid)),
         Command::Suite(args) => neurogc_suite::run(&args).map(|d| {
             println!("scoreboard: {}", d.readme.display());
             neurogc_bench::exit_code(d.outcome)

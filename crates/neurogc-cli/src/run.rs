@@ -93,16 +93,20 @@ fn absolute_writable_csv(path: &Path, flag: &str) -> Result<PathBuf> {
 }
 
 /// Writes `sitecustomize.py` into a private folder (atomically, so concurrent runs never see a
-/// partial file) and returns the folder.
+/// partial file) and returns the folder. The folder is the user's own: under the temporary
+/// directory anyone can create a folder by the name we would use and plant a `sitecustomize.py`
+/// that our Python would then run, so a folder that is not a directory owned by this user with
+/// no access for others is never used; a fresh one with a unique name is made instead.
 fn write_bootstrap() -> Result<PathBuf> {
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
-    let dir = std::env::temp_dir().join(format!(
-        "neurogc-bootstrap-{uid}-{}",
-        env!("CARGO_PKG_VERSION")
-    ));
-    std::fs::create_dir_all(&dir)
-        .with_context(|| format!("cannot create bootstrap folder {}", dir.display()))?;
+    let name = format!("neurogc-bootstrap-{uid}-{}", env!("CARGO_PKG_VERSION"));
+    let shared = std::env::temp_dir().join(&name);
+    let dir = if private_dir(&shared, uid)? {
+        shared
+    } else {
+        unique_private_dir(&name, uid)?
+    };
     let target = dir.join("sitecustomize.py");
     if std::fs::read_to_string(&target).ok().as_deref() == Some(SITECUSTOMIZE) {
         return Ok(dir);
@@ -112,4 +116,55 @@ fn write_bootstrap() -> Result<PathBuf> {
         .and_then(|_| std::fs::rename(&tmp, &target))
         .with_context(|| format!("cannot write {}", target.display()))?;
     Ok(dir)
+}
+
+/// Creates `dir` (mode 0700) unless it exists; whether it is a directory, not a symlink, owned
+/// by `uid`, that no one else could ever write into. One that others could only read (an older
+/// version's, made 0755) is made private; one that others could write into is refused.
+fn private_dir(dir: &Path, uid: u32) -> Result<bool> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => {
+            return Err(e)
+                .with_context(|| format!("cannot create bootstrap folder {}", dir.display()))
+        }
+    }
+    let meta = std::fs::symlink_metadata(dir)
+        .with_context(|| format!("cannot inspect bootstrap folder {}", dir.display()))?;
+    if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o022 != 0 {
+        return Ok(false);
+    }
+    if meta.mode() & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .with_context(|| format!("cannot make bootstrap folder {} private", dir.display()))?;
+    }
+    Ok(true)
+}
+
+/// A new folder under the temporary directory, named `name` plus a unique suffix, created
+/// (mode 0700) by this call: it cannot have been planted.
+fn unique_private_dir(name: &str, uid: u32) -> Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    for attempt in 0..100u32 {
+        let dir =
+            std::env::temp_dir().join(format!("{name}-{}-{nanos:x}-{attempt}", std::process::id()));
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) if private_dir(&dir, uid)? => return Ok(dir),
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("cannot create bootstrap folder {}", dir.display()))
+            }
+        }
+    }
+    bail!(
+        "cannot create a private bootstrap folder under {}",
+        std::env::temp_dir().display()
+    )
 }

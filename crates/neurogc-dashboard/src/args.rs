@@ -43,6 +43,15 @@ pub struct DashboardArgs {
     #[arg(long, default_value_t = 20_000, value_name = "N")]
     pub max_samples: usize,
 
+    /// Servers kept at most (a batch naming more new ones is refused with 507).
+    #[arg(long, default_value_t = 256, value_name = "N")]
+    pub max_servers: usize,
+
+    /// Bytes of samples kept at most, all servers together (the oldest go first; `/api/status`
+    /// counts them).
+    #[arg(long, default_value = "256M", value_name = "SIZE", value_parser = neurogc_units::parse_size)]
+    pub max_bytes: u64,
+
     /// Largest ingest request body, in bytes (larger ones get 413).
     #[arg(long, default_value_t = 4 << 20, value_name = "BYTES")]
     pub max_body: usize,
@@ -63,12 +72,23 @@ impl DashboardArgs {
         if self.max_samples == 0 {
             anyhow::bail!("--max-samples must be at least 1");
         }
+        if self.max_servers == 0 {
+            anyhow::bail!("--max-servers must be at least 1");
+        }
+        if self.max_bytes < 1 << 20 {
+            anyhow::bail!(
+                "--max-bytes {} is under 1 MiB: too little to keep a run",
+                self.max_bytes
+            );
+        }
         Ok(Config {
             bind: self.bind,
             port: self.port,
             store: StoreConfig {
                 window_s: self.window,
                 max_per_server: self.max_samples,
+                max_servers: self.max_servers,
+                max_bytes: self.max_bytes as usize,
                 ..StoreConfig::default()
             },
             max_body: self.max_body,

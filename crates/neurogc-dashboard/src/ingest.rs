@@ -101,6 +101,9 @@ pub fn parse_body(body: &[u8]) -> Result<Vec<Incoming>, Rejection> {
         .collect()
 }
 
+/// Fields a sample may carry besides `server` and `time`.
+pub const MAX_FIELDS: usize = 256;
+
 /// Checks one sample and normalises its fields (see [`Kind`] for what each column accepts).
 /// Unknown fields are kept when numeric or boolean and dropped otherwise.
 pub fn validate(value: Value) -> Result<Incoming, SampleError> {
@@ -129,6 +132,15 @@ pub fn validate(value: Value) -> Result<Incoming, SampleError> {
                 }
             }
         }
+    }
+    if fields.len() > MAX_FIELDS {
+        return Err(SampleError {
+            field: String::new(),
+            message: format!(
+                "{} fields: at most {MAX_FIELDS} per sample are kept (an agent's sample has about 40)",
+                fields.len()
+            ),
+        });
     }
     let server = server.ok_or_else(|| SampleError {
         field: schema::SERVER.into(),
@@ -265,6 +277,20 @@ mod tests {
         assert_eq!(s.fields["policy"], json!("default"));
         assert!(!s.fields.contains_key("note"));
         assert!(!s.fields.contains_key("seq"));
+    }
+
+    #[test]
+    fn a_sample_has_a_bounded_number_of_fields() {
+        let mut wide = serde_json::Map::new();
+        wide.insert("server".into(), json!("a"));
+        wide.insert("time".into(), json!(1));
+        for i in 0..MAX_FIELDS {
+            wide.insert(format!("f{i}"), json!(i));
+        }
+        assert!(one(Value::Object(wide.clone())).is_ok());
+        wide.insert("one_more".into(), json!(1));
+        let e = one(Value::Object(wide)).unwrap_err();
+        assert!(e.message.contains("at most 256 per sample"), "{e}");
     }
 
     #[test]

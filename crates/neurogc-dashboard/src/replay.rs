@@ -175,13 +175,20 @@ pub async fn play(store: &Store, samples: Vec<Incoming>, speed: f64) {
         let d = due(&s);
         if !batch.is_empty() && d > batch_due {
             tokio::time::sleep_until(start + batch_due).await;
-            store.ingest(std::mem::take(&mut batch));
+            ingest(store, std::mem::take(&mut batch));
         }
         batch_due = d;
         batch.push(s);
     }
     tokio::time::sleep_until(start + batch_due).await;
-    store.ingest(batch);
+    ingest(store, batch);
+}
+
+/// A replayed batch the store refuses (past its server limit) is said, not silently lost.
+fn ingest(store: &Store, batch: Vec<Incoming>) {
+    if let Err(reason) = store.ingest(batch) {
+        eprintln!("neurogc dashboard: replay: {reason}");
+    }
 }
 
 #[cfg(test)]

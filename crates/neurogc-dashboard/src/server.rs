@@ -118,7 +118,62 @@ pub fn router(state: AppState, max_body: usize) -> Router {
         .route("/ws", get(ws::handler))
         .fallback(get(assets::handler))
         .layer(DefaultBodyLimit::max(max_body))
+        .layer(axum::middleware::from_fn(same_origin_only))
         .with_state(state)
+}
+
+/// What a web page open in the user's browser could otherwise do to a dashboard on their machine:
+/// post samples to it (a form post needs no CORS preflight), open its WebSocket (browsers do not
+/// apply the same-origin policy to WebSockets), or read every route under a hostile name that
+/// resolves to 127.0.0.1 (DNS rebinding). So a request's Host must be an IP address or
+/// `localhost`, and an Origin, which browsers send with those requests, must be the dashboard's
+/// own. (Programs that send neither, such as the agent and `curl`, are not affected.)
+async fn same_origin_only(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let headers = req.headers();
+    let text = |name| headers.get(name).map(|v| v.to_str().unwrap_or("\u{fffd}"));
+    let host = text(header::HOST);
+    if let Some(host) = host.filter(|h| !host_is_an_address(h)) {
+        return Rejection::new(
+            403,
+            format!(
+                "Host {host:?} is not an IP address or localhost: the dashboard answers only \
+                 under those (a name could point anywhere, DNS rebinding)"
+            ),
+        )
+        .into_response();
+    }
+    if let Some(origin) = text(header::ORIGIN) {
+        let own = host.is_some_and(|host| {
+            ["http://", "https://"].iter().any(|s| {
+                origin
+                    .strip_prefix(s)
+                    .is_some_and(|o| o.eq_ignore_ascii_case(host))
+            })
+        });
+        if !own {
+            return Rejection::new(
+                403,
+                format!("Origin {origin:?} is not this dashboard's own: cross-site requests are refused"),
+            )
+            .into_response();
+        }
+    }
+    next.run(req).await
+}
+
+/// `127.0.0.1:8003`, `[::1]:8003`, `localhost`: an address (or localhost), with or without a port.
+fn host_is_an_address(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split_once(']').map_or("", |(v6, _)| v6),
+        None => host.rsplit_once(':').map_or(host, |(name, port)| {
+            if port.chars().all(|c| c.is_ascii_digit()) {
+                name
+            } else {
+                host
+            }
+        }),
+    };
+    name.eq_ignore_ascii_case("localhost") || name.parse::<IpAddr>().is_ok()
 }
 
 fn json_response(status: StatusCode, body: String) -> Response {
@@ -154,15 +209,21 @@ fn ingest(
     headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, Rejection> {
-    if let Some(ct) = headers.get(header::CONTENT_TYPE) {
-        let ct = ct.to_str().unwrap_or("").to_ascii_lowercase();
-        let mime = ct.split(';').next().unwrap_or("").trim();
-        if !(mime == "application/json" || mime.ends_with("+json")) {
-            return Err(Rejection::new(
-                415,
-                format!("Content-Type must be application/json, got {mime:?}"),
-            ));
-        }
+    // Required: a form a web page posts cannot carry it without a CORS preflight.
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .map(|ct| ct.to_str().unwrap_or("").to_ascii_lowercase());
+    let mime = ct
+        .as_deref()
+        .map(|ct| ct.split(';').next().unwrap_or("").trim());
+    if !mime.is_some_and(|m| m == "application/json" || m.ends_with("+json")) {
+        return Err(Rejection::new(
+            415,
+            format!(
+                "Content-Type must be application/json, got {}",
+                mime.map_or("none".to_string(), |m| format!("{m:?}"))
+            ),
+        ));
     }
     let body = body.map_err(|e| {
         let status = e.status();
@@ -176,7 +237,9 @@ fn ingest(
         }
     })?;
     let samples = ingest::parse_body(&body)?;
-    let accepted = store.ingest(samples);
+    let accepted = store
+        .ingest(samples)
+        .map_err(|reason| Rejection::new(507, reason))?;
     Ok(Json(accepted).into_response())
 }
 

@@ -25,6 +25,10 @@ pub struct StoreConfig {
     pub max_per_server: usize,
     /// Batches the broadcast buffers for a slow WebSocket client before it lags.
     pub broadcast_capacity: usize,
+    /// Servers kept at most: a batch naming more new ones than fit is refused whole.
+    pub max_servers: usize,
+    /// Bytes of stored samples at most, all servers together: the oldest samples go first.
+    pub max_bytes: usize,
 }
 
 impl Default for StoreConfig {
@@ -33,6 +37,8 @@ impl Default for StoreConfig {
             window_s: 600.0,
             max_per_server: 20_000,
             broadcast_capacity: 4096,
+            max_servers: 256,
+            max_bytes: 256 << 20,
         }
     }
 }
@@ -89,6 +95,10 @@ struct ServerLog {
 struct Inner {
     servers: BTreeMap<Arc<str>, ServerLog>,
     last_seq: u64,
+    /// Bytes of the stored samples' JSON.
+    bytes: usize,
+    /// Samples dropped, oldest first, to keep within `max_bytes`.
+    dropped_for_bytes: u64,
 }
 
 /// Per-server figures for `/api/status`.
@@ -112,6 +122,11 @@ pub struct Status {
     pub ws_lagged: u64,
     pub window_s: f64,
     pub max_per_server: usize,
+    pub max_servers: usize,
+    pub max_bytes: usize,
+    /// Bytes of samples kept, and samples dropped (oldest first) to stay within `max_bytes`.
+    pub bytes: usize,
+    pub dropped_for_bytes: u64,
     pub servers: Vec<ServerStatus>,
 }
 
@@ -155,8 +170,9 @@ impl Store {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Numbers, stores and broadcasts validated samples.
-    pub fn ingest(&self, samples: Vec<Incoming>) -> Accepted {
+    /// Numbers, stores and broadcasts validated samples; refuses them all (naming the limit) when
+    /// they would take the store past `max_servers`.
+    pub fn ingest(&self, samples: Vec<Incoming>) -> Result<Accepted, String> {
         let ingest_ms = now_ms();
         // Render outside the lock; only the numbering prefix is added under it.
         let bodies: Vec<(Incoming, String)> = samples
@@ -167,6 +183,19 @@ impl Store {
             })
             .collect();
         let mut inner = self.lock();
+        let new: std::collections::BTreeSet<&str> = bodies
+            .iter()
+            .map(|(s, _)| s.server.as_str())
+            .filter(|name| !inner.servers.contains_key(*name))
+            .collect();
+        if inner.servers.len() + new.len() > self.config.max_servers {
+            return Err(format!(
+                "{} new servers would make {}: the dashboard keeps at most {} (--max-servers)",
+                new.len(),
+                inner.servers.len() + new.len(),
+                self.config.max_servers
+            ));
+        }
         let first_seq = inner.last_seq + 1;
         let mut stored = Vec::with_capacity(bodies.len());
         for (s, body) in bodies {
@@ -182,10 +211,13 @@ impl Store {
                 time: s.time,
                 json: format!("{{\"seq\":{seq},{body}").into_boxed_str(),
             });
+            inner.bytes += item.json.len();
             let log = inner.servers.entry(server).or_default();
-            log.push(item.clone(), &self.config);
+            let evicted = log.push(item.clone(), &self.config);
+            inner.bytes -= evicted;
             stored.push(item);
         }
+        inner.keep_within(self.config.max_bytes);
         let accepted = stored.len();
         if accepted > 0 {
             let message = render_message("samples", &stored, "").into();
@@ -195,10 +227,10 @@ impl Store {
                 message,
             }));
         }
-        Accepted {
+        Ok(Accepted {
             accepted,
             first_seq,
-        }
+        })
     }
 
     /// A receiver of every batch after the returned history (all kept samples, in `seq` order).
@@ -271,13 +303,36 @@ impl Store {
             ws_lagged: self.ws_lagged.load(Ordering::Relaxed),
             window_s: self.config.window_s,
             max_per_server: self.config.max_per_server,
+            max_servers: self.config.max_servers,
+            max_bytes: self.config.max_bytes,
+            bytes: inner.bytes,
+            dropped_for_bytes: inner.dropped_for_bytes,
             servers,
         }
     }
 }
 
+impl Inner {
+    /// Drops the oldest samples (lowest `seq`, whichever server) until the rest fit in `max`.
+    fn keep_within(&mut self, max: usize) {
+        while self.bytes > max {
+            let oldest = self
+                .servers
+                .iter()
+                .filter_map(|(name, log)| Some((log.samples.front()?.seq, name.clone())))
+                .min();
+            let Some((_, name)) = oldest else { break };
+            let log = self.servers.get_mut(&name).expect("just found");
+            let gone = log.samples.pop_front().expect("just found");
+            self.bytes -= gone.json.len();
+            self.dropped_for_bytes += 1;
+        }
+    }
+}
+
 impl ServerLog {
-    fn push(&mut self, item: Arc<Stored>, config: &StoreConfig) {
+    /// Appends `item`, dropping what falls out of the window; returns the bytes dropped.
+    fn push(&mut self, item: Arc<Stored>, config: &StoreConfig) -> usize {
         self.received += 1;
         self.newest_time = if self.samples.is_empty() {
             item.time
@@ -286,13 +341,15 @@ impl ServerLog {
         };
         self.samples.push_back(item);
         let oldest_kept = self.newest_time - config.window_s;
+        let mut dropped = 0;
         while let Some(front) = self.samples.front() {
             if self.samples.len() > config.max_per_server || front.time < oldest_kept {
-                self.samples.pop_front();
+                dropped += self.samples.pop_front().map_or(0, |s| s.json.len());
             } else {
                 break;
             }
         }
+        dropped
     }
 }
 
@@ -369,13 +426,14 @@ mod tests {
             window_s,
             max_per_server: max,
             broadcast_capacity: 16,
+            ..StoreConfig::default()
         })
     }
 
     #[test]
     fn stored_json_is_valid_and_numbered() {
         let st = store(600.0, 100);
-        let acc = st.ingest(vec![sample("a", 1.0), sample("b", 2.0)]);
+        let acc = st.ingest(vec![sample("a", 1.0), sample("b", 2.0)]).unwrap();
         assert_eq!((acc.accepted, acc.first_seq), (2, 1));
         let h = st.history(&HistoryQuery::default());
         let v: Value = serde_json::from_str(&h[1].json).unwrap();
@@ -388,14 +446,15 @@ mod tests {
     #[test]
     fn window_evicts_by_sample_time_and_count() {
         let st = store(10.0, 5);
-        st.ingest((0..8).map(|t| sample("a", f64::from(t))).collect());
+        st.ingest((0..8).map(|t| sample("a", f64::from(t))).collect())
+            .unwrap();
         let kept: Vec<f64> = st
             .history(&HistoryQuery::default())
             .iter()
             .map(|s| s.time)
             .collect();
         assert_eq!(kept, vec![3.0, 4.0, 5.0, 6.0, 7.0]);
-        st.ingest(vec![sample("a", 15.0)]);
+        st.ingest(vec![sample("a", 15.0)]).unwrap();
         let kept: Vec<f64> = st
             .history(&HistoryQuery::default())
             .iter()
@@ -405,13 +464,51 @@ mod tests {
     }
 
     #[test]
+    fn servers_and_bytes_are_bounded_and_what_was_dropped_is_counted() {
+        let st = Store::new(StoreConfig {
+            max_servers: 3,
+            ..StoreConfig::default()
+        });
+        st.ingest(vec![sample("a", 1.0), sample("b", 1.0)]).unwrap();
+        // Two more new servers than fit: the whole batch is refused, naming the limit.
+        let e = st
+            .ingest(vec![sample("a", 2.0), sample("c", 2.0), sample("d", 2.0)])
+            .unwrap_err();
+        assert!(e.contains("at most 3 (--max-servers)"), "{e}");
+        assert_eq!(st.history(&HistoryQuery::default()).len(), 2);
+        st.ingest(vec![sample("c", 2.0)]).unwrap();
+        assert_eq!(st.status().servers.len(), 3);
+
+        // Bytes: room for about four samples; the oldest go first, whichever server.
+        let one = st.history(&HistoryQuery::default())[0].json.len();
+        let st = Store::new(StoreConfig {
+            max_bytes: 4 * one + one / 2,
+            ..StoreConfig::default()
+        });
+        for t in 0..6 {
+            let server = if t % 2 == 0 { "a" } else { "b" };
+            st.ingest(vec![sample(server, f64::from(t))]).unwrap();
+        }
+        let kept: Vec<u64> = st
+            .history(&HistoryQuery::default())
+            .iter()
+            .map(|s| s.seq)
+            .collect();
+        assert_eq!(kept, vec![3, 4, 5, 6]);
+        let status = st.status();
+        assert_eq!(status.dropped_for_bytes, 2);
+        assert!(status.bytes <= 4 * one + one / 2, "{}", status.bytes);
+    }
+
+    #[test]
     fn history_filters() {
         let st = store(600.0, 100);
         for t in 0..6 {
             st.ingest(vec![sample(
                 if t % 2 == 0 { "a" } else { "b" },
                 f64::from(t),
-            )]);
+            )])
+            .unwrap();
         }
         let q = |server: Option<&str>, since, after_seq, limit| {
             st.history(&HistoryQuery {
@@ -434,9 +531,9 @@ mod tests {
     #[test]
     fn subscriber_sees_each_sample_once() {
         let st = store(600.0, 100);
-        st.ingest(vec![sample("a", 1.0)]);
+        st.ingest(vec![sample("a", 1.0)]).unwrap();
         let (mut rx, hist) = st.subscribe();
-        st.ingest(vec![sample("a", 2.0), sample("b", 2.0)]);
+        st.ingest(vec![sample("a", 2.0), sample("b", 2.0)]).unwrap();
         assert_eq!(hist.iter().map(|s| s.seq).collect::<Vec<_>>(), vec![1]);
         let batch = rx.try_recv().unwrap();
         assert_eq!(

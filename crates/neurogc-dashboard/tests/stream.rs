@@ -99,11 +99,13 @@ async fn lagging_client_skips_ahead_without_losing_samples() {
     for t in 0..200 {
         let mut fields = Map::new();
         fields.insert("cpu".into(), json!(t));
-        srv.store.ingest(vec![Incoming {
-            server: "a".into(),
-            time: f64::from(t),
-            fields,
-        }]);
+        srv.store
+            .ingest(vec![Incoming {
+                server: "a".into(),
+                time: f64::from(t),
+                fields,
+            }])
+            .unwrap();
     }
     let mut got = Vec::new();
     while got.len() < 200 {

@@ -2,8 +2,10 @@
 //!
 //! It runs a full collection when RSS passes a byte budget or when the young generation's count
 //! (`gc.get_count()[0]`: net container allocations since the last collection, which keeps growing
-//! while automatic GC is off) passes an object budget. After an RSS-triggered collection the budget
-//! re-arms above the post-collection RSS, so live (non-garbage) growth cannot cause a collection storm.
+//! while automatic GC is off) passes an object budget. The RSS budget is a budget: it is never
+//! raised. While RSS stays above it the guard collects again at each check, paced so that its
+//! pauses take at most 5 % of the time: live memory above the budget cannot make a collection
+//! storm. RSS still above the budget at the check after a collection is reported, once.
 
 use std::time::Duration;
 
@@ -30,8 +32,9 @@ impl Default for GuardConfig {
     }
 }
 
-/// Headroom the RSS budget keeps above the post-collection RSS after it fires.
-const REARM_FACTOR: f64 = 1.25;
+/// While RSS stays above the budget, RSS-triggered collections are at least this many times
+/// their own pause apart (5 % of the time).
+const GAP_PER_PAUSE: u32 = 20;
 
 /// Wraps `inner`, adding the guard's checks to every tick.
 pub struct MemoryGuard {
@@ -39,6 +42,11 @@ pub struct MemoryGuard {
     config: GuardConfig,
     rss_budget: u64,
     last_check: Duration,
+    /// The last check collected because of RSS; when the next such collection may run.
+    collected_last: bool,
+    rss_next: Duration,
+    /// Reported once: live memory above the budget.
+    over_said: bool,
 }
 
 impl MemoryGuard {
@@ -48,6 +56,9 @@ impl MemoryGuard {
             config,
             rss_budget: u64::MAX,
             last_check: Duration::ZERO,
+            collected_last: false,
+            rss_next: Duration::ZERO,
+            over_said: false,
         }
     }
 
@@ -56,11 +67,7 @@ impl MemoryGuard {
         self.rss_budget
     }
 
-    fn check(
-        &mut self,
-        gc: &mut dyn GcControl,
-        obs: &Observation,
-    ) -> Result<Option<Action>, GcError> {
+    fn check(&mut self, gc: &mut dyn GcControl, obs: &Observation) -> Result<Vec<Action>, GcError> {
         self.last_check = obs.elapsed;
         let young = obs.gc_count[0];
         if young > 0 && young as u64 > self.config.young_budget {
@@ -68,20 +75,38 @@ impl MemoryGuard {
                 "guard: young generation count {young} > budget {}",
                 self.config.young_budget
             );
-            return collect_full(gc, Trigger::Guard, reason).map(Some);
+            return Ok(vec![collect_full(gc, Trigger::Guard, reason)?]);
         }
-        if let Some(rss) = obs.rss_bytes.filter(|&rss| rss > self.rss_budget) {
+        let Some(rss) = obs.rss_bytes.filter(|&rss| rss > self.rss_budget) else {
+            self.collected_last = false;
+            return Ok(Vec::new());
+        };
+        let mut actions = Vec::new();
+        if self.collected_last && !self.over_said {
+            self.over_said = true;
+            actions.push(Action::new(
+                "over budget",
+                format!(
+                    "rss {} MiB is still above the budget {} MiB after a full collection: live \
+                     memory (or freed memory the allocator keeps) exceeds it; the guard keeps \
+                     collecting within 5 % of the time, and the budget stays",
+                    rss >> 20,
+                    self.rss_budget >> 20
+                ),
+            ));
+        }
+        if obs.elapsed >= self.rss_next {
             let reason = format!(
                 "guard: rss {} MiB > budget {} MiB",
                 rss >> 20,
                 self.rss_budget >> 20
             );
-            let action = collect_full(gc, Trigger::Guard, reason)?;
-            // Re-arm above what is live now; the next RSS reading is taken at the next check.
-            self.rss_budget = self.rss_budget.max((rss as f64 * REARM_FACTOR) as u64);
-            return Ok(Some(action));
+            let started = std::time::Instant::now();
+            actions.push(collect_full(gc, Trigger::Guard, reason)?);
+            self.rss_next = obs.elapsed + started.elapsed() * GAP_PER_PAUSE;
+            self.collected_last = true;
         }
-        Ok(None)
+        Ok(actions)
     }
 }
 
@@ -163,22 +188,72 @@ mod tests {
     }
 
     #[test]
-    fn fires_on_rss_and_rearms_above_live_memory() {
+    fn keeps_its_budget_and_says_when_live_memory_exceeds_it() {
         let mut gc = RecordingGc::default();
         let mut g = guarded(Some(200 << 20), 1_000_000);
         g.start(&mut gc, &at(0.0)).unwrap();
-        let mut obs = at(1.0);
-        obs.rss_bytes = Some(300 << 20);
-        let a = g.tick(&mut gc, &obs).unwrap();
+        let at_rss = |secs: f64, mib: u64| Observation {
+            rss_bytes: Some(mib << 20),
+            ..at(secs)
+        };
+        let a = g.tick(&mut gc, &at_rss(1.0, 300)).unwrap();
         assert_eq!(a.len(), 1);
         assert!(
             a[0].reason.contains("rss 300 MiB > budget 200 MiB"),
             "{a:?}"
         );
-        assert_eq!(g.rss_budget(), 375 << 20);
-        // Still 300 MiB live: no storm.
-        obs.elapsed = Duration::from_secs(2);
-        assert!(g.tick(&mut gc, &obs).unwrap().is_empty());
+        // Still above at the next check: said once, collected again, and the budget stays.
+        let a = g.tick(&mut gc, &at_rss(1.25, 300)).unwrap();
+        assert_eq!(a[0].action, "over budget", "{a:?}");
+        assert!(a[1].reason.contains("guard: rss 300 MiB"), "{a:?}");
+        assert_eq!(g.rss_budget(), 200 << 20);
+        let a = g.tick(&mut gc, &at_rss(1.5, 300)).unwrap();
+        assert!(a.iter().all(|x| x.action != "over budget"), "{a:?}");
+        assert_eq!(gc.calls.iter().filter(|c| *c == "collect(2)").count(), 3);
+        // Under the budget again: nothing.
+        assert!(g.tick(&mut gc, &at_rss(5.0, 150)).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_slow_collection_is_paced_to_five_percent_of_the_time() {
+        struct Slow(RecordingGc);
+        impl GcControl for Slow {
+            fn collect(&mut self, g: u8, intent: super::super::Intent) -> Result<u64, GcError> {
+                std::thread::sleep(Duration::from_millis(20));
+                self.0.collect(g, intent)
+            }
+            fn is_enabled(&mut self) -> Result<bool, GcError> {
+                self.0.is_enabled()
+            }
+            fn set_enabled(&mut self, e: bool) -> Result<(), GcError> {
+                self.0.set_enabled(e)
+            }
+            fn threshold(&mut self) -> Result<[u64; 3], GcError> {
+                self.0.threshold()
+            }
+            fn set_threshold(&mut self, t: [u64; 3]) -> Result<(), GcError> {
+                self.0.set_threshold(t)
+            }
+            fn freeze(&mut self) -> Result<(), GcError> {
+                self.0.freeze()
+            }
+            fn unfreeze(&mut self) -> Result<(), GcError> {
+                self.0.unfreeze()
+            }
+        }
+        let mut gc = Slow(RecordingGc::default());
+        let mut g = guarded(Some(200 << 20), 1_000_000);
+        g.start(&mut gc, &at(0.0)).unwrap();
+        let over = |secs: f64| Observation {
+            rss_bytes: Some(300 << 20),
+            ..at(secs)
+        };
+        g.tick(&mut gc, &over(1.0)).unwrap();
+        // A pause of 20 ms or more: the next no sooner than 400 ms later.
+        g.tick(&mut gc, &over(1.25)).unwrap();
+        assert_eq!(gc.0.calls.iter().filter(|c| *c == "collect(2)").count(), 1);
+        g.tick(&mut gc, &over(3.0)).unwrap();
+        assert_eq!(gc.0.calls.iter().filter(|c| *c == "collect(2)").count(), 2);
     }
 
     #[test]

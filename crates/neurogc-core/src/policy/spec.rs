@@ -153,6 +153,11 @@ impl FromStr for PolicySpec {
                             .into(),
                     ));
                 }
+                if let Some(big) = values.iter().find(|&&v| v > MAX_GC_THRESHOLD) {
+                    return Err(err(format!(
+                        "threshold {big} is above {MAX_GC_THRESHOLD}: collection is as good as off, without a memory guard; use periodic:SECS (guarded) or neurogc instead"
+                    )));
+                }
                 Ok(PolicySpec::Threshold(values))
             }
             "periodic" => {
@@ -162,8 +167,10 @@ impl FromStr for PolicySpec {
                     ));
                 };
                 let every = parse_duration(secs).map_err(&err)?;
-                if every.is_zero() {
-                    return Err(err("periodic interval must be positive".into()));
+                if every < MIN_PERIOD {
+                    return Err(err(format!(
+                        "periodic interval {every:?} is below {MIN_PERIOD:?}: full collections that often would take the service's time"
+                    )));
                 }
                 let guard = parse_guard(&options).map_err(&err)?;
                 Ok(PolicySpec::Periodic { every, guard })
@@ -261,6 +268,11 @@ fn parse_guard(options: &[(&str, &str)]) -> Result<GuardConfig, String> {
     }
     Ok(guard)
 }
+
+/// The largest threshold a `threshold` spec takes: beyond it collection is as good as off.
+pub const MAX_GC_THRESHOLD: u64 = 1_000_000;
+/// The shortest period a `periodic` spec takes.
+pub const MIN_PERIOD: Duration = Duration::from_millis(10);
 
 fn parse_scheduler(options: &[(&str, &str)]) -> Result<SchedulerConfig, String> {
     let mut c = SchedulerConfig::default();
@@ -434,7 +446,10 @@ mod tests {
             ("threshold:0", "use periodic"),
             ("threshold:99999999999", "larger than CPython accepts"),
             ("periodic", "one interval"),
-            ("periodic:0", "must be positive"),
+            ("periodic:0", "is below 10ms"),
+            ("periodic:0.00001", "is below 10ms"),
+            ("threshold:2147483647", "as good as off"),
+            ("threshold:50000,500,1000000000", "is above 1000000"),
             ("periodic:soon", "not a duration"),
             ("periodic:10,rss=lots", "not a size"),
             ("periodic:10,budget=1", "unknown option \"budget\""),

@@ -77,14 +77,28 @@ pub async fn request(
     content_type: Option<&str>,
     body: &[u8],
 ) -> Response {
+    let host = addr.to_string();
+    let mut headers = vec![("Host", host.as_str())];
+    headers.extend(content_type.map(|ct| ("Content-Type", ct)));
+    request_with(addr, method, path, &headers, body).await
+}
+
+/// [`request`] with exactly these headers (besides `Connection` and `Content-Length`).
+pub async fn request_with(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Response {
     tokio::time::timeout(Duration::from_secs(20), async {
         let mut stream = TcpStream::connect(addr).await.expect("connect");
         let mut head = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+            "{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n",
             body.len()
         );
-        if let Some(ct) = content_type {
-            head.push_str(&format!("Content-Type: {ct}\r\n"));
+        for (name, value) in headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
         }
         head.push_str("\r\n");
         stream.write_all(head.as_bytes()).await.expect("write head");
