@@ -216,32 +216,10 @@ mod tests {
 
     #[test]
     fn a_slow_collection_is_paced_to_five_percent_of_the_time() {
-        struct Slow(RecordingGc);
-        impl GcControl for Slow {
-            fn collect(&mut self, g: u8, intent: super::super::Intent) -> Result<u64, GcError> {
-                std::thread::sleep(Duration::from_millis(20));
-                self.0.collect(g, intent)
-            }
-            fn is_enabled(&mut self) -> Result<bool, GcError> {
-                self.0.is_enabled()
-            }
-            fn set_enabled(&mut self, e: bool) -> Result<(), GcError> {
-                self.0.set_enabled(e)
-            }
-            fn threshold(&mut self) -> Result<[u64; 3], GcError> {
-                self.0.threshold()
-            }
-            fn set_threshold(&mut self, t: [u64; 3]) -> Result<(), GcError> {
-                self.0.set_threshold(t)
-            }
-            fn freeze(&mut self) -> Result<(), GcError> {
-                self.0.freeze()
-            }
-            fn unfreeze(&mut self) -> Result<(), GcError> {
-                self.0.unfreeze()
-            }
-        }
-        let mut gc = Slow(RecordingGc::default());
+        let mut gc = RecordingGc {
+            pause: Duration::from_millis(20),
+            ..RecordingGc::default()
+        };
         let mut g = guarded(Some(200 << 20), 1_000_000);
         g.start(&mut gc, &at(0.0)).unwrap();
         let over = |secs: f64| Observation {
@@ -251,9 +229,9 @@ mod tests {
         g.tick(&mut gc, &over(1.0)).unwrap();
         // A pause of 20 ms or more: the next no sooner than 400 ms later.
         g.tick(&mut gc, &over(1.25)).unwrap();
-        assert_eq!(gc.0.calls.iter().filter(|c| *c == "collect(2)").count(), 1);
+        assert_eq!(gc.calls.iter().filter(|c| *c == "collect(2)").count(), 1);
         g.tick(&mut gc, &over(3.0)).unwrap();
-        assert_eq!(gc.0.calls.iter().filter(|c| *c == "collect(2)").count(), 2);
+        assert_eq!(gc.calls.iter().filter(|c| *c == "collect(2)").count(), 2);
     }
 
     #[test]

@@ -210,6 +210,10 @@ pub(crate) mod testing {
         pub enabled: bool,
         pub threshold: [u64; 3],
         pub calls: Vec<String>,
+        /// The collector it says it is.
+        pub collector: Collector,
+        /// How long each collection takes.
+        pub pause: Duration,
     }
 
     impl Default for RecordingGc {
@@ -218,6 +222,8 @@ pub(crate) mod testing {
                 enabled: true,
                 threshold: [700, 10, 10],
                 calls: Vec::new(),
+                collector: Collector::Generational,
+                pause: Duration::ZERO,
             }
         }
     }
@@ -225,7 +231,11 @@ pub(crate) mod testing {
     impl GcControl for RecordingGc {
         fn collect(&mut self, generation: u8, _intent: Intent) -> Result<u64, GcError> {
             self.calls.push(format!("collect({generation})"));
+            std::thread::sleep(self.pause);
             Ok(0)
+        }
+        fn collector(&mut self) -> Result<Collector, GcError> {
+            Ok(self.collector)
         }
         fn is_enabled(&mut self) -> Result<bool, GcError> {
             Ok(self.enabled)

@@ -987,39 +987,15 @@ mod tests {
 
     #[test]
     fn observes_only_where_it_cannot_hold_full_collections_back() {
-        struct Incremental(RecordingGc);
-        impl GcControl for Incremental {
-            fn collect(&mut self, g: u8, intent: Intent) -> Result<u64, GcError> {
-                self.0.collect(g, intent)
-            }
-            fn is_enabled(&mut self) -> Result<bool, GcError> {
-                self.0.is_enabled()
-            }
-            fn set_enabled(&mut self, e: bool) -> Result<(), GcError> {
-                self.0.set_enabled(e)
-            }
-            fn threshold(&mut self) -> Result<[u64; 3], GcError> {
-                self.0.threshold()
-            }
-            fn set_threshold(&mut self, t: [u64; 3]) -> Result<(), GcError> {
-                self.0.set_threshold(t)
-            }
-            fn freeze(&mut self) -> Result<(), GcError> {
-                self.0.freeze()
-            }
-            fn unfreeze(&mut self) -> Result<(), GcError> {
-                self.0.unfreeze()
-            }
-            fn collector(&mut self) -> Result<Collector, GcError> {
-                Ok(Collector::Incremental)
-            }
-        }
-        let mut gc = Incremental(RecordingGc::default());
+        let mut gc = RecordingGc {
+            collector: Collector::Incremental,
+            ..RecordingGc::default()
+        };
         let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
         let a = s.start(&mut gc, &obs(0.0, 100, None)).unwrap();
         assert_eq!(a[0].action, "observing only");
         assert!(s.tick(&mut gc, &obs(10.0, 5000, None)).unwrap().is_empty());
-        assert!(gc.0.calls.is_empty());
+        assert!(gc.calls.is_empty());
         assert_eq!(s.next_tick(), None);
     }
 
