@@ -146,9 +146,8 @@ pub fn compute(t: &TrialData, interval_s: Option<f64>) -> TrialMetrics {
     resources(&mut m, &samples);
     gc(&mut m, t, &samples, start, end, interval_s);
     latency(&mut m, t);
-    if !t.latency_seconds.is_empty() {
-        m.latency = Some(Counts::merge(t.latency_seconds.iter().map(|(_, c)| c)));
-    }
+    // The whole trial's requests: the merged histogram rundir already made.
+    m.latency = t.latency.as_ref().map(Counts::of);
     cpu_per_request(&mut m, &samples, interval_s);
     if m.requests == Some(0) {
         m.notes

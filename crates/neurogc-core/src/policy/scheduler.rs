@@ -642,19 +642,24 @@ impl Scheduler {
         gc: &mut dyn GcControl,
         obs: &Observation,
     ) -> Result<Option<Action>, GcError> {
+        // Only at sample ticks (this runs every 10 ms tick), while the experiment runs.
+        let Some(s) = obs.sample else {
+            return Ok(None);
+        };
+        let began = obs.elapsed.as_secs_f64() - s.interval_s;
+        let running = self.young.as_ref().is_some_and(|t| !t.settled());
+        if !running || !self.frozen || began < self.frozen_at.as_secs_f64() {
+            return Ok(None);
+        }
         // Whether full pauses are in the p99: until the pause model says otherwise, they are.
         let rate = obs.traffic.map_or(1.0, |t| t.rate());
         let full_in_tail = self
             .pause_model
             .fit()
             .is_none_or(|(_, b)| tail_room(rate, b) <= 0.0);
-        let (Some(tuner), Some(s)) = (self.young.as_mut(), obs.sample) else {
+        let Some(tuner) = self.young.as_mut() else {
             return Ok(None);
         };
-        let began = obs.elapsed.as_secs_f64() - s.interval_s;
-        if !self.frozen || began < self.frozen_at.as_secs_f64() {
-            return Ok(None);
-        }
         let work = match obs.traffic {
             Some(_) => s.requests.unwrap_or(0) as f64,
             None => s.interval_s,
