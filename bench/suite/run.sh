@@ -8,22 +8,23 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 NEUROGC=${NEUROGC:-target/release/neurogc}
-POLICIES=${POLICIES:-default,freeze:3,threshold:50000,20,20,threshold:50000,500,1000,periodic:1,periodic:5,periodic:10,gc-off,neurogc-seed,neurogc}
+# The suite's own default policies (with --quick, its quick ones) unless POLICIES names others.
 suffix=""; extra=()
 if [ -n "${QUICK:-}" ]; then suffix="-quick"; extra=(--quick); fi
+if [ -n "${POLICIES:-}" ]; then extra+=(--policies "$POLICIES"); fi
 commit=$(git rev-parse --short HEAD)$( [ -z "$(git status --porcelain -- crates python)" ] || echo "-dirty")
 tmp=bench/suite/run.tmp$suffix
 rm -rf "$tmp" && mkdir -p "$tmp"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 started=$(date +%s)
-"$NEUROGC" suite "${extra[@]}" --policies "$POLICIES" --runs-dir "$tmp" "$@"
+"$NEUROGC" suite "${extra[@]}" --runs-dir "$tmp" "$@"
 took=$(( $(date +%s) - started ))
 run=$(ls -d "$tmp"/*-suite)
 out=bench/suite/RESULTS$suffix.md
 {
   echo "<!-- written by bench/suite/run.sh; do not edit -->"
   echo
-  echo "- Command: \`bench/suite/run.sh${QUICK:+ (QUICK=1)}\` → \`neurogc suite ${extra[*]} --policies $POLICIES\`"
+  echo "- Command: \`bench/suite/run.sh${QUICK:+ (QUICK=1)}\` → \`neurogc suite ${extra[*]}\`"
   echo "- Commit: $commit · $(date -u '+%Y-%m-%d %H:%M UTC') · took $((took / 60)) min $((took % 60)) s"
   echo "- Machine load average before: $load_before; after: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo

@@ -403,14 +403,17 @@ pub struct SuiteInfo {
     pub finished: Option<f64>,
     pub status: RunStatus,
     pub error: Option<String>,
-    /// `--quick`: the same workloads, fewer and shorter rounds.
+    /// `--quick`: the same workloads, fewer policies, rounds and probes.
     pub quick: bool,
     /// Rounds per workload: each policy gets one turn per round.
     pub rounds: u32,
     pub turn_s: f64,
     pub warmup_s: f64,
-    /// Every policy runs at this share of the capacity found with the collector off.
+    /// Every policy runs at this share of the lowest capacity found under `rate_policies`.
     pub fraction: f64,
+    /// The policies whose capacity was searched (records before it: gc-off's and default's).
+    #[serde(default = "SuiteInfo::full_rate_policies")]
+    pub rate_policies: Vec<String>,
     /// `--rate`: a fixed rate for every workload instead (no capacity search).
     #[serde(default)]
     pub rate: Option<f64>,
@@ -418,6 +421,12 @@ pub struct SuiteInfo {
     pub policies: Vec<String>,
     pub workloads: Vec<SuiteWorkload>,
     pub system: SystemInfo,
+}
+
+impl SuiteInfo {
+    fn full_rate_policies() -> Vec<String> {
+        vec!["gc-off".into(), "default".into()]
+    }
 }
 
 /// One workload of a suite.

@@ -60,7 +60,8 @@ fn estimate_s(plan: &Plan, policies: usize) -> f64 {
     let capacity = if plan.rate.is_some() {
         0.0
     } else {
-        8.0 * plan.probe.as_secs_f64() + plan.warmup.as_secs_f64() + 6.0
+        plan.rate_policies.len() as f64
+            * (8.0 * plan.probe.as_secs_f64() + plan.warmup.as_secs_f64() + 6.0)
     };
     let seed = if plan.trains_seed_models() {
         plan.collect.as_secs_f64() + 12.0
@@ -125,6 +126,7 @@ pub fn run(args: &SuiteArgs) -> Result<SuiteDone> {
         turn_s: plan.turn.as_secs_f64(),
         warmup_s: plan.warmup.as_secs_f64(),
         fraction: plan.fraction,
+        rate_policies: plan.rate_policies.clone(),
         rate: plan.rate,
         policies: plan.policies.clone(),
         workloads: Vec::new(),
@@ -274,7 +276,8 @@ fn run_workload(
     b.warmup = plan.warmup;
     b.load.rate = Some(plan.rate.map_or("auto".into(), |r| r.to_string()));
     b.rate_fraction = plan.fraction;
-    b.rate_start = 10.0;
+    b.rate_start = plan.rate_start;
+    b.rate_policies = plan.rate_policies.clone();
     b.probe_time = plan.probe;
     b.no_report = true;
     b.dashboard.no_dashboard = true;
@@ -369,8 +372,12 @@ fn write_scoreboard(dir: &Path, info: &SuiteInfo, chosen: &[Workload]) -> Result
     let load = match info.rate {
         Some(r) => format!("every policy at a fixed {r} req/s (no capacity search)"),
         None => format!(
-            "every policy at {} of the capacity found (the lower of gc-off's and default's)",
-            neurogc_report::format::pct_abs(info.fraction)
+            "every policy at {} of the capacity found ({})",
+            neurogc_report::format::pct_abs(info.fraction),
+            match info.rate_policies.as_slice() {
+                [one] => format!("{one}'s"),
+                all => format!("the lowest of {}", all.join("'s, ") + "'s"),
+            }
         ),
     };
     header.push_str(&format!(

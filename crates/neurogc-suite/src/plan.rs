@@ -7,10 +7,12 @@ use anyhow::{bail, Result};
 use neurogc_core::policy::PolicySpec;
 use neurogc_units::parse_duration;
 
-/// The fixed recipes users apply today, the bound, and the seed's model: the default policies.
+/// The fixed recipes users apply today, the bound, the seed's model and the scheduler: the
+/// default policies.
 pub const DEFAULT_POLICIES: &[&str] = &[
     "default",
-    // Frozen 3 s after start: within every server's warm-up (warm-ups are at least 4 s).
+    // Frozen 3 s after start: within every server's warm-up (start-up and warm-up together last
+    // at least 3.5 s, --quick's).
     "freeze:3",
     "threshold:50000,20,20",
     "threshold:50000,500,1000",
@@ -19,6 +21,20 @@ pub const DEFAULT_POLICIES: &[&str] = &[
     "periodic:10",
     "gc-off",
     SEED_PER_WORKLOAD,
+    "neurogc",
+];
+
+/// `--quick`'s: every kind of recipe once (one period), the bound and the scheduler. The seed's
+/// model is left out: its collect run and training take a quarter of a quick workload's time,
+/// and on every workload it has been within noise of `default` or worse.
+pub const QUICK_POLICIES: &[&str] = &[
+    "default",
+    "freeze:3",
+    "threshold:50000,20,20",
+    "threshold:50000,500,1000",
+    "periodic:5",
+    "gc-off",
+    "neurogc",
 ];
 
 /// `neurogc-seed` without a model: a model trained on each workload's own collect run.
@@ -27,7 +43,8 @@ pub const SEED_PER_WORKLOAD: &str = "neurogc-seed";
 /// `neurogc suite`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct SuiteArgs {
-    /// The same workloads and policies, fewer and shorter rounds (about 10 minutes).
+    /// The same workloads, fewer policies (one period, no seed model), rounds and probes, one
+    /// capacity search (the default policy's): about 10 minutes.
     #[arg(long)]
     pub quick: bool,
     /// Workloads to run, comma-separated [default: all bundled ones, `python -m neurogc.workloads list`].
@@ -36,7 +53,8 @@ pub struct SuiteArgs {
     /// Policies, comma-separated (commas inside a spec stay with it: `default,threshold:50000,20,20`).
     /// `neurogc-seed` alone trains the seed's LSTM on each workload's own collect run.
     /// [default: default, freeze:3, threshold:50000,20,20, threshold:50000,500,1000, periodic:1,
-    /// periodic:5, periodic:10, gc-off (the bound), neurogc-seed]
+    /// periodic:5, periodic:10, gc-off (the bound), neurogc-seed, neurogc; --quick: without
+    /// periodic:1, periodic:10 and neurogc-seed]
     #[arg(long, value_name = "P,...")]
     pub policies: Option<String>,
     /// Rounds per workload: each policy gets one turn per round [default: 5, --quick 2].
@@ -45,7 +63,7 @@ pub struct SuiteArgs {
     /// The length of a turn [default: 6s, --quick 3s].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub turn: Option<Duration>,
-    /// Each server's warm-up, alone, before the rounds [default: 6s, --quick 4s].
+    /// Each server's warm-up, alone, before the rounds [default: 6s, --quick 3.5s].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub warmup: Option<Duration>,
     /// Every policy runs at this share of the capacity found (the lower of gc-off's and default's).
@@ -77,6 +95,10 @@ pub struct Plan {
     pub turn: Duration,
     pub warmup: Duration,
     pub probe: Duration,
+    /// The policies whose capacity is searched (the rate is a share of the lowest).
+    pub rate_policies: Vec<String>,
+    /// The first rate probed.
+    pub rate_start: f64,
     pub collect: Duration,
     pub epochs: usize,
     pub fraction: f64,
@@ -88,21 +110,36 @@ pub struct Plan {
 impl Plan {
     pub fn from_args(a: &SuiteArgs) -> Result<Plan> {
         let quick = a.quick;
-        let pick = |x: Option<Duration>, full: u64, q: u64| {
-            x.unwrap_or(Duration::from_secs(if quick { q } else { full }))
+        let pick = |x: Option<Duration>, full: f64, q: f64| {
+            x.unwrap_or(Duration::from_secs_f64(if quick { q } else { full }))
         };
         let plan = Plan {
             rounds: a.repeat.unwrap_or(if quick { 2 } else { 5 }),
-            turn: pick(a.turn, 6, 3),
-            warmup: pick(a.warmup, 6, 4),
-            probe: Duration::from_secs_f64(if quick { 1.5 } else { 3.0 }),
+            turn: pick(a.turn, 6.0, 3.0),
+            warmup: pick(a.warmup, 6.0, 3.5),
+            probe: Duration::from_secs_f64(if quick { 1.0 } else { 3.0 }),
+            // Quick: the default policy's capacity alone (the lower of the two on three of the
+            // seven workloads, within 20 % of gc-off's on the rest), from a rate closer to it.
+            rate_policies: if quick {
+                vec!["default".into()]
+            } else {
+                vec!["gc-off".into(), "default".into()]
+            },
+            rate_start: if quick { 40.0 } else { 10.0 },
             collect: Duration::from_secs(if quick { 8 } else { 20 }),
             epochs: if quick { 10 } else { 30 },
             fraction: a.fraction,
             rate: a.rate,
             policies: match &a.policies {
                 Some(text) => split_policies(text)?,
-                None => DEFAULT_POLICIES.iter().map(|s| s.to_string()).collect(),
+                None => if quick {
+                    QUICK_POLICIES
+                } else {
+                    DEFAULT_POLICIES
+                }
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
             },
         };
         if !(1..=100).contains(&plan.rounds) {
@@ -223,7 +260,10 @@ mod tests {
         let full = Plan::from_args(&args(false)).unwrap();
         let quick = Plan::from_args(&args(true)).unwrap();
         assert!(quick.rounds < full.rounds && quick.turn < full.turn);
-        assert_eq!(quick.policies, full.policies);
-        assert!(full.trains_seed_models());
+        assert!(quick.probe < full.probe && quick.rate_policies.len() < full.rate_policies.len());
+        // Every quick policy is on the full scoreboard.
+        assert!(quick.policies.iter().all(|p| full.policies.contains(p)));
+        assert!(full.trains_seed_models() && !quick.trains_seed_models());
+        assert!(full.policies.contains(&"neurogc".to_string()));
     }
 }
