@@ -9,10 +9,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 NEUROGC=${NEUROGC:-target/release/neurogc}
+. bench/lib.sh
+commit=$(commit_stamp)
 rm -rf bench/aa/run.tmp && mkdir -p bench/aa/run.tmp
 "$NEUROGC" bench --policy default --policy default --mode alternating --repeat 5 --rate auto \
   --warmup 10s --duration 60s --name aa --runs-dir bench/aa/run.tmp --no-dashboard --no-report "$@"
 run=$(ls -d bench/aa/run.tmp/*-aa)
 rm -rf bench/aa/run && mv "$run" bench/aa/run && rm -rf bench/aa/run.tmp
 "$NEUROGC" report bench/aa/run --write-noise-floor crates/neurogc-report/floors/alternating-5x60s.json
+{
+  echo "<!-- written by bench/aa/run.sh; do not edit -->"
+  echo
+  echo "- Command: \`bench/aa/run.sh\` · commit $commit · $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo
+  cat bench/aa/run/README.md
+} >bench/aa/run/README.tmp && mv bench/aa/run/README.tmp bench/aa/run/README.md
 echo "A/A report: bench/aa/run/README.md"

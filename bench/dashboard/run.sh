@@ -37,16 +37,10 @@ cargo build -q --release -p neurogc-cli
 NEUROGC=$TARGET_DIR/release/neurogc
 
 # What the results were produced from: the commit, "-dirty" if the tree had changes (listed).
-COMMIT=$(git rev-parse --short HEAD)
-git status --porcelain --untracked-files=no >"$WORK/dirty.txt"
-[ -s "$WORK/dirty.txt" ] && COMMIT="$COMMIT-dirty"
+. bench/lib.sh
+COMMIT=$(commit_stamp "$WORK/dirty.txt")
 
 # --- runs ------------------------------------------------------------------------------------
-# The processes using more than 5 % of a core over one second (the machine's other work).
-busiest() {
-  top -b -n 2 -d 1 -w 200 -o %CPU | awk '/^top -/ {n++} n == 2 && $1 ~ /^[0-9]+$/ && $9 >= 5 \
-    {printf "%s%s %.0f %%", (k++ ? ", " : ""), $12, $9} END {if (!k) printf "none above 5 %%"}'
-}
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 BUSY_BEFORE=$(busiest)
 for i in $(seq "$RUNS"); do

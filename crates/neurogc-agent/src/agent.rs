@@ -347,7 +347,8 @@ impl NativeAgent {
     /// Prometheus text exposition.
     fn prometheus(&self) -> String {
         let shared = self.shared();
-        let totals = lock(&shared.totals).clone();
+        let mut totals = lock(&shared.totals).clone();
+        totals.serves_requests = shared.serves_requests.load(Ordering::Relaxed);
         let latest = lock(&shared.latest).clone();
         neurogc_core::prometheus::render(&totals, latest.as_ref(), &lock(&self.effective_policy))
     }

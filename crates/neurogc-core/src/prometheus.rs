@@ -19,6 +19,8 @@ pub struct AgentTotals {
     /// Requests in flight while a collection ran, and a full collection.
     pub requests_gc_overlap: u64,
     pub requests_gc2_overlap: u64,
+    /// A middleware reports requests: the request counters and gauges are measured.
+    pub serves_requests: bool,
 }
 
 struct Exposition(String);
@@ -53,42 +55,46 @@ pub fn render(totals: &AgentTotals, latest: Option<&Sample>, policy: &str) -> St
     let mut e = Exposition(String::new());
     e.family("info", "gauge", "The policy in force.");
     e.value("info", &format!("policy=\"{}\"", escape_label(policy)), 1.0);
-    e.single(
-        "requests_total",
-        "counter",
-        "Requests completed.",
-        totals.requests as f64,
-    );
-    e.single(
-        "request_errors_total",
-        "counter",
-        "Requests answered 5xx or raised.",
-        totals.errors as f64,
-    );
-    e.single(
-        "requests_gc_overlap_total",
-        "counter",
-        "Requests in flight while a collection ran.",
-        totals.requests_gc_overlap as f64,
-    );
-    e.single(
-        "requests_gc2_overlap_total",
-        "counter",
-        "Requests in flight while a full (generation 2) collection ran.",
-        totals.requests_gc2_overlap as f64,
-    );
-    e.single(
-        "received_bytes_total",
-        "counter",
-        "HTTP bytes received.",
-        totals.bytes_in as f64,
-    );
-    e.single(
-        "sent_bytes_total",
-        "counter",
-        "HTTP bytes sent.",
-        totals.bytes_out as f64,
-    );
+    // Request counters only where a middleware counts requests: elsewhere they are unmeasured,
+    // not zero.
+    if totals.serves_requests {
+        e.single(
+            "requests_total",
+            "counter",
+            "Requests completed.",
+            totals.requests as f64,
+        );
+        e.single(
+            "request_errors_total",
+            "counter",
+            "Requests answered 5xx or raised.",
+            totals.errors as f64,
+        );
+        e.single(
+            "requests_gc_overlap_total",
+            "counter",
+            "Requests in flight while a collection ran.",
+            totals.requests_gc_overlap as f64,
+        );
+        e.single(
+            "requests_gc2_overlap_total",
+            "counter",
+            "Requests in flight while a full (generation 2) collection ran.",
+            totals.requests_gc2_overlap as f64,
+        );
+        e.single(
+            "received_bytes_total",
+            "counter",
+            "HTTP bytes received.",
+            totals.bytes_in as f64,
+        );
+        e.single(
+            "sent_bytes_total",
+            "counter",
+            "HTTP bytes sent.",
+            totals.bytes_out as f64,
+        );
+    }
     e.single(
         "policy_actions_total",
         "counter",
@@ -158,12 +164,14 @@ pub fn render(totals: &AgentTotals, latest: Option<&Sample>, policy: &str) -> St
                 cpu,
             );
         }
-        e.single(
-            "in_flight_requests",
-            "gauge",
-            "Requests in progress.",
-            s.in_flight as f64,
-        );
+        if totals.serves_requests {
+            e.single(
+                "in_flight_requests",
+                "gauge",
+                "Requests in progress.",
+                s.in_flight as f64,
+            );
+        }
         e.single(
             "gc_enabled",
             "gauge",
@@ -199,6 +207,7 @@ mod tests {
             requests: 12,
             requests_gc_overlap: 5,
             requests_gc2_overlap: 2,
+            serves_requests: true,
             ..Default::default()
         };
         totals.gc.generations[2].collections = 3;
@@ -225,5 +234,27 @@ mod tests {
                 .parse::<f64>()
                 .unwrap_or_else(|_| panic!("bad value in {line:?}"));
         }
+    }
+
+    #[test]
+    fn without_a_middleware_request_counters_are_absent_not_zero() {
+        let totals = AgentTotals::default();
+        let text = render(&totals, Some(&Sample::default()), "default");
+        for name in [
+            "requests_total",
+            "request_errors_total",
+            "requests_gc_overlap_total",
+            "received_bytes_total",
+            "sent_bytes_total",
+            "in_flight_requests",
+            "latency_ms{",
+        ] {
+            assert!(
+                !text.contains(&format!("neurogc_{name}")),
+                "{name} in:\n{text}"
+            );
+        }
+        // What the agent measures without one stays.
+        assert!(text.contains("neurogc_gc_collections_total{generation=\"0\"} 0\n"));
     }
 }

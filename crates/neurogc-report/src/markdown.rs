@@ -89,7 +89,7 @@ fn flags(md: &mut String, run: &RunData, a: &Analysis) {
             out.push(format!(
                 "trial `{}` is {} ({}){}",
                 t.name,
-                t.status,
+                t.status_text(),
                 match t.usable {
                     Usable::Partial => "measured in part",
                     _ => "nothing measured",
@@ -460,7 +460,7 @@ fn trials(md: &mut String, a: &Analysis) {
             t.name,
             cell_text(&t.label),
             t.repetition,
-            t.status,
+            t.status_text(),
             if used { "✔" } else { "" },
             t.window_s()
                 .map_or_else(|| "—".into(), |s| format!("{s:.1} s")),

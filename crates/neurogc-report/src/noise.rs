@@ -116,8 +116,13 @@ pub struct FloorFile {
     pub protocol: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system: Option<SystemInfo>,
-    /// Metric key → relative floor (fraction of the baseline).
+    /// Metric key → relative floor (fraction of the baseline), of the per-trial (per-round)
+    /// values the bench report compares.
     pub metrics: BTreeMap<String, f64>,
+    /// The floor of the p99 of all requests over all units (the scoreboard's statistic, units
+    /// resampled in pairs): the largest deviation from 1 of its A/A ratio interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_all: Option<f64>,
     /// The A/A verdict of the run it came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aa: Option<AaSummary>,
@@ -157,7 +162,8 @@ impl AaSummary {
 #[derive(Debug, Clone)]
 pub struct Floors {
     pub file: FloorFile,
-    /// "`--noise-floor x.json`", "bench/aa/noise-floor.json (built in)", "this A/A run".
+    /// "`--noise-floor x.json`", "crates/neurogc-report/floors/turns-5x6s.json (built in)",
+    /// "this A/A run".
     pub origin: String,
     pub per_metric: BTreeMap<Metric, NoiseFloor>,
     /// Problems with the file that did not stop the report (unknown keys).

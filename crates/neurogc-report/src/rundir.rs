@@ -77,9 +77,9 @@ pub struct TrialData {
 }
 
 impl TrialData {
-    /// The trial's status: `trial.json`'s, or `missing` without one.
-    pub fn status(&self) -> &str {
-        self.info.as_ref().map_or("missing", |i| i.status.as_str())
+    /// The trial's status: `trial.json`'s, or `None` without one.
+    pub fn status(&self) -> Option<TrialStatus> {
+        self.info.as_ref().map(|i| i.status)
     }
 
     pub fn label(&self) -> &str {

@@ -90,6 +90,9 @@ pub struct Cell {
     pub to_bound: Option<Ratio>,
     /// p99 against `default`, the hyperfine-style sentence.
     pub vs_default: Option<String>,
+    /// Collections of the middle and old generations in its measured rounds: none means what
+    /// it defers (and its pauses) fall outside the window.
+    pub old_collections: Option<u64>,
 }
 
 /// A median with its 95 % bootstrap interval.
@@ -132,7 +135,8 @@ pub struct WorkloadScore {
     pub bound: Option<String>,
     pub cells: Vec<Cell>,
     pub story_checks: Vec<StoryCheck>,
-    /// The noise floor of p99 that applies, and where it comes from.
+    /// The A/A noise floor of the pooled p99 that applies (this design's), and where it comes
+    /// from.
     pub p99_floor: Option<f64>,
     pub floor_origin: Option<String>,
     pub design: String,
@@ -149,13 +153,15 @@ pub struct Scoreboard {
 const P99: f64 = 0.99;
 
 /// Pooled p99 of `cand` over that of `base`.
-fn ratio(base: &[Unit<'_>], cand: &[Unit<'_>]) -> Option<Ratio> {
+/// `cand`'s pooled p99 over `base`'s; significant when its interval excludes 1 and, where an
+/// A/A floor of the pooled p99 holds for the design, the ratio is further from 1 than it.
+fn ratio(base: &[Unit<'_>], cand: &[Unit<'_>], floor: Option<f64>) -> Option<Ratio> {
     let r = pooled::ratio_ci(base, cand, P99, &bootstrap())?;
     Some(Ratio {
         estimate: r.estimate,
         lower: r.lower,
         upper: r.upper,
-        significant: !r.contains(1.0),
+        significant: !r.contains(1.0) && floor.is_none_or(|f| (r.estimate - 1.0).abs() > f),
     })
 }
 
@@ -212,6 +218,8 @@ fn score_workload(w: &WorkloadRun) -> WorkloadScore {
         .map(|(i, _)| i);
     let bound = of_kind(Kind::Bound).next();
     let default = a.policies.iter().position(|p| p.spec == "default");
+    // The floor of the statistic scored here (the pooled p99), from an A/A run of this design.
+    let p99_floor = a.floors.as_ref().and_then(|f| f.file.p99_all);
     let cells = a
         .policies
         .iter()
@@ -225,15 +233,15 @@ fn score_workload(w: &WorkloadRun) -> WorkloadScore {
             p999_ms: pooled_interval(&units[i], 0.999),
             rss_peak_mib: interval(p, Metric::RssPeak),
             cpu_ms_per_request: interval(p, Metric::CpuPerRequest),
-            to_best: best.and_then(|b| ratio(&units[b], &units[i])),
-            to_bound: bound.and_then(|b| ratio(&units[b], &units[i])),
+            to_best: best.and_then(|b| ratio(&units[b], &units[i], p99_floor)),
+            to_bound: bound.and_then(|b| ratio(&units[b], &units[i], p99_floor)),
             vs_default: default.filter(|&d| d != i).and_then(|d| {
                 let r = pooled::ratio_ci(&units[d], &units[i], P99, &bootstrap())?;
                 Some(pooled::sentence("p99", &p.label, &a.policies[d].label, &r))
             }),
+            old_collections: old_collections(a, p),
         })
         .collect();
-    let floor = a.floors.as_ref();
     WorkloadScore {
         name: w.name.clone(),
         story: w.story.clone(),
@@ -244,10 +252,52 @@ fn score_workload(w: &WorkloadRun) -> WorkloadScore {
         bound: bound.map(|b| a.policies[b].label.clone()),
         cells,
         story_checks: story_checks(w),
-        p99_floor: floor.and_then(|f| f.get(Metric::P99)).map(|f| f.relative()),
-        floor_origin: floor.map(|f| f.origin.clone()),
+        p99_floor,
+        floor_origin: p99_floor.and(a.floors.as_ref()).map(|f| f.origin.clone()),
         design: Design::of(&w.run.info).describe(),
     }
+}
+
+/// Where the best fixed policy collected neither older generation in its rounds, its p99 is
+/// that of a collector doing only young collections: what it defers (the garbage that reaches
+/// the older generations, and the pauses of collecting it) lies beyond the window. Said, with
+/// its memory beside the GC-off bound's.
+fn deferred_note(w: &WorkloadScore) -> Option<String> {
+    let best = w
+        .cells
+        .iter()
+        .find(|c| Some(&c.label) == w.best_fixed.as_ref())?;
+    if best.old_collections != Some(0) {
+        return None;
+    }
+    let rss = |c: &Cell| c.rss_peak_mib.map(|i| format!("{:.0} MiB", i.median));
+    let bound = w
+        .cells
+        .iter()
+        .find(|c| Some(&c.label) == w.bound.as_ref())
+        .and_then(|c| Some(format!(" (the GC-off bound: {})", rss(c)?)))
+        .unwrap_or_default();
+    Some(format!(
+        "Caveat: the best fixed policy, {}, ran no collection of generation 1 or 2 in its {} \
+         rounds: the garbage that outlives its young collections piles up (peak RSS {}{bound}) \
+         and the pauses of collecting it fall after the window. Its p99 here is that of a \
+         longer run's quiet stretches, not of the whole run.",
+        best.label,
+        best.rounds,
+        rss(best).unwrap_or_else(|| "n/a".into()),
+    ))
+}
+
+/// Collections of generations 1 and 2 over the policy's measured units.
+fn old_collections(a: &Analysis, p: &PolicyStats) -> Option<u64> {
+    p.used
+        .iter()
+        .map(|&i| {
+            let t = &a.trials[i];
+            Some(t.get(Metric::Gen1Count)? + t.get(Metric::Gen2Count)?)
+        })
+        .sum::<Option<f64>>()
+        .map(|n| n.round() as u64)
 }
 
 /// Checks each claimed marker against what the runs recorded.
@@ -483,7 +533,7 @@ fn workload_section(md: &mut String, w: &WorkloadScore) {
     }
     let _ = writeln!(
         md,
-        "| policy | p99 ms | p99.9 ms | peak RSS MiB | CPU ms/request | p99 / best fixed | p99 / GC-off bound |\n|---|---:|---:|---:|---:|---:|---:|"
+        "| policy | p99 ms | p99.9 ms | peak RSS MiB | CPU ms/request | gen 1 + 2 collections | p99 / best fixed | p99 / GC-off bound |\n|---|---:|---:|---:|---:|---:|---:|---:|"
     );
     for c in &w.cells {
         let name = if Some(&c.label) == w.best_fixed.as_ref() {
@@ -494,17 +544,21 @@ fn workload_section(md: &mut String, w: &WorkloadScore) {
         let r = |x: &Option<Ratio>| x.as_ref().map_or("n/a".into(), ratio_text);
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
             cell_text(&name),
             interval_text(&c.p99_ms),
             interval_text(&c.p999_ms),
             interval_text(&c.rss_peak_mib),
             interval_text(&c.cpu_ms_per_request),
+            c.old_collections.map_or("n/a".into(), |n| n.to_string()),
             r(&c.to_best),
             r(&c.to_bound)
         );
     }
     md.push('\n');
+    if let Some(note) = deferred_note(w) {
+        let _ = writeln!(md, "{note}\n");
+    }
     let lines: Vec<&String> = w
         .cells
         .iter()
@@ -521,16 +575,16 @@ fn workload_section(md: &mut String, w: &WorkloadScore) {
         (Some(f), Some(o)) => {
             let _ = writeln!(
                 md,
-                "Noise floor of the per-round p99 in this design, from an A/A run: ±{} ({o}); \
-                 the pooled p99 above has no A/A floor of its own yet.\n",
+                "Noise floor of the p99 of all requests in this design, from an A/A run: ±{} \
+                 ({o}); a ratio within it is not marked 🟢/🔴.\n",
                 pct_abs(f)
             );
         }
         _ => {
             let _ = writeln!(
                 md,
-                "No noise floor was measured with this design: significance is from the \
-                 bootstrap interval alone.\n"
+                "No A/A floor of the p99 of all requests was measured with this design: \
+                 significance is from the bootstrap interval alone.\n"
             );
         }
     }
@@ -622,5 +676,57 @@ mod tests {
         ] {
             assert_eq!(Kind::of(spec), Kind::Learned, "{spec}");
         }
+    }
+
+    fn cell(label: &str, kind: Kind, old: Option<u64>, rss: f64) -> Cell {
+        let at = |x: f64| Interval {
+            median: x,
+            lower: x,
+            upper: x,
+        };
+        Cell {
+            label: label.into(),
+            spec: label.into(),
+            kind,
+            rounds: 5,
+            p99_ms: Some(at(5.0)),
+            p999_ms: None,
+            rss_peak_mib: Some(at(rss)),
+            cpu_ms_per_request: None,
+            to_best: None,
+            to_bound: None,
+            vs_default: None,
+            old_collections: old,
+        }
+    }
+
+    fn workload(best_old: Option<u64>) -> WorkloadScore {
+        WorkloadScore {
+            name: "w".into(),
+            story: String::new(),
+            capacity_rps: None,
+            capacity_limited_by: None,
+            rate_rps: None,
+            best_fixed: Some("threshold:50000,500,1000".into()),
+            bound: Some("gc-off".into()),
+            cells: vec![
+                cell("default", Kind::Fixed, Some(40), 289.0),
+                cell("threshold:50000,500,1000", Kind::Fixed, best_old, 370.0),
+                cell("gc-off", Kind::Bound, Some(0), 371.0),
+            ],
+            story_checks: vec![],
+            p99_floor: None,
+            floor_origin: None,
+            design: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_best_policy_that_never_collected_the_older_generations_is_flagged() {
+        let note = deferred_note(&workload(Some(0))).expect("flagged");
+        assert!(note.contains("threshold:50000,500,1000"), "{note}");
+        assert!(note.contains("370 MiB") && note.contains("bound: 371 MiB"), "{note}");
+        assert_eq!(deferred_note(&workload(Some(3))), None);
+        assert_eq!(deferred_note(&workload(None)), None, "unknown is not none");
     }
 }

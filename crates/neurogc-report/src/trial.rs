@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use crate::metric::Metric;
 use crate::pooled::Counts;
-use crate::rundir::{SampleRow, TrialData};
+use crate::rundir::{SampleRow, TrialData, TrialStatus};
 
 /// How a trial counts in the aggregate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,7 +27,8 @@ pub struct TrialMetrics {
     /// What pairs this unit with the other policies' units that ran in the same window:
     /// (repetition, round); the round is 0 except in turns runs, one unit per round.
     pub pair: (u32, u32),
-    pub status: String,
+    /// `trial.json`'s status; `None` without one.
+    pub status: Option<TrialStatus>,
     pub usable: Usable,
     /// The measured window, Unix seconds.
     pub window: Option<(f64, f64)>,
@@ -41,6 +42,11 @@ pub struct TrialMetrics {
 }
 
 impl TrialMetrics {
+    /// The status in words: `trial.json`'s, or `missing` without one.
+    pub fn status_text(&self) -> &'static str {
+        self.status.map_or("missing", TrialStatus::as_str)
+    }
+
     pub fn get(&self, m: Metric) -> Option<f64> {
         self.values.get(&m).copied()
     }
@@ -60,7 +66,7 @@ pub fn compute(t: &TrialData, interval_s: Option<f64>) -> TrialMetrics {
         label: t.label().to_string(),
         repetition: t.reference.repetition,
         pair: (t.reference.repetition, 0),
-        status: t.status().to_string(),
+        status: t.status(),
         usable: Usable::No,
         window: None,
         values: BTreeMap::new(),
@@ -101,14 +107,14 @@ pub fn compute(t: &TrialData, interval_s: Option<f64>) -> TrialMetrics {
         }
     };
     m.window = Some((start, end));
-    let complete =
-        m.status == "complete" && t.info.as_ref().is_some_and(|i| i.measure_end.is_some());
+    let said_complete = m.status == Some(TrialStatus::Complete);
+    let complete = said_complete && t.info.as_ref().is_some_and(|i| i.measure_end.is_some());
     m.usable = if complete {
         Usable::Complete
     } else {
         Usable::Partial
     };
-    if !complete && m.status == "complete" {
+    if !complete && said_complete {
         m.notes
             .push("complete, but without measure_end".to_string());
     }

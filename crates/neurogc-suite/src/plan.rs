@@ -12,7 +12,7 @@ use neurogc_units::parse_duration;
 pub const DEFAULT_POLICIES: &[&str] = &[
     "default",
     // Frozen 3 s after start: within every server's warm-up (start-up and warm-up together last
-    // at least 3.5 s, --quick's).
+    // more than 3 s, --quick's too).
     "freeze:3",
     "threshold:50000,20,20",
     "threshold:50000,500,1000",
@@ -60,10 +60,10 @@ pub struct SuiteArgs {
     /// Rounds per workload: each policy gets one turn per round [default: 5, --quick 2].
     #[arg(long, value_name = "N")]
     pub repeat: Option<u32>,
-    /// The length of a turn [default: 6s, --quick 3s].
+    /// The length of a turn [default: 6s, --quick 2.5s].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub turn: Option<Duration>,
-    /// Each server's warm-up, alone, before the rounds [default: 6s, --quick 3.5s].
+    /// Each server's warm-up, alone, before the rounds [default: 6s, --quick 3s].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub warmup: Option<Duration>,
     /// Every policy runs at this share of the capacity found (the lower of gc-off's and default's).
@@ -115,8 +115,8 @@ impl Plan {
         };
         let plan = Plan {
             rounds: a.repeat.unwrap_or(if quick { 2 } else { 5 }),
-            turn: pick(a.turn, 6.0, 3.0),
-            warmup: pick(a.warmup, 6.0, 3.5),
+            turn: pick(a.turn, 6.0, 2.5),
+            warmup: pick(a.warmup, 6.0, 3.0),
             probe: Duration::from_secs_f64(if quick { 1.0 } else { 3.0 }),
             // Quick: the default policy's capacity alone (the lower of the two on three of the
             // seven workloads, within 20 % of gc-off's on the rest), from a rate closer to it.
