@@ -5,6 +5,8 @@
 # The raw runs stay local (bench/suite/run.tmp, gitignored); the scoreboard, its JSON and heat map
 # are committed, with the command, the commit and the time it took.
 #   QUICK=1 bench/suite/run.sh   # --quick, written to RESULTS-quick.md
+#   RESCORE=DIR bench/suite/run.sh  # score the recorded suite DIR again with this build's report
+#                                   # (after a change to the scoring): its measurement lines stay
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 NEUROGC=${NEUROGC:-target/release/neurogc}
@@ -12,24 +14,41 @@ NEUROGC=${NEUROGC:-target/release/neurogc}
 suffix=""; extra=()
 if [ -n "${QUICK:-}" ]; then suffix="-quick"; extra=(--quick); fi
 if [ -n "${POLICIES:-}" ]; then extra+=(--policies "$POLICIES"); fi
-commit=$(git rev-parse --short HEAD)$( [ -z "$(git status --porcelain -- crates python)" ] || echo "-dirty")
-tmp=bench/suite/run.tmp$suffix
-rm -rf "$tmp" && mkdir -p "$tmp"
-load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-started=$(date +%s)
-"$NEUROGC" suite "${extra[@]}" --runs-dir "$tmp" "$@"
-took=$(( $(date +%s) - started ))
-run=$(ls -d "$tmp"/*-suite)
+. bench/lib.sh
+commit=$(commit_stamp)
 out=bench/suite/RESULTS$suffix.md
-{
-  echo "<!-- written by bench/suite/run.sh; do not edit -->"
-  echo
-  echo "- Command: \`bench/suite/run.sh${QUICK:+ (QUICK=1)}\` → \`neurogc suite ${extra[*]}\`"
-  echo "- Commit: $commit · $(date -u '+%Y-%m-%d %H:%M UTC') · took $((took / 60)) min $((took % 60)) s"
-  echo "- Machine load average before: $load_before; after: $(cut -d' ' -f1-3 /proc/loadavg)"
-  echo
-  sed "s|(heatmap.png)|(heatmap$suffix.png)|" "$run/README.md"
-} > "$out"
+if [ -n "${RESCORE:-}" ]; then
+  run=$RESCORE
+  "$NEUROGC" suite --rescore "$run"
+  # What was measured, and when, stays as the measuring run wrote it.
+  measured=$(grep -E '^- (Command|Commit|Machine load)' "$out" | grep -v '^- Rescored')
+  {
+    echo "<!-- written by bench/suite/run.sh; do not edit -->"
+    echo
+    echo "$measured"
+    echo "- Rescored: \`RESCORE=$run bench/suite/run.sh\` → \`neurogc suite --rescore\` at $commit · $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo
+    sed "s|(heatmap.png)|(heatmap$suffix.png)|" "$run/README.md"
+  } > "$out.tmp"
+  mv "$out.tmp" "$out"
+else
+  tmp=bench/suite/run.tmp$suffix
+  rm -rf "$tmp" && mkdir -p "$tmp"
+  load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+  started=$(date +%s)
+  "$NEUROGC" suite "${extra[@]}" --runs-dir "$tmp" "$@"
+  took=$(( $(date +%s) - started ))
+  run=$(ls -d "$tmp"/*-suite)
+  {
+    echo "<!-- written by bench/suite/run.sh; do not edit -->"
+    echo
+    echo "- Command: \`bench/suite/run.sh${QUICK:+ (QUICK=1)}\` → \`neurogc suite ${extra[*]}\`"
+    echo "- Commit: $commit · $(date -u '+%Y-%m-%d %H:%M UTC') · took $((took / 60)) min $((took % 60)) s"
+    echo "- Machine load average before: $load_before; after: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo
+    sed "s|(heatmap.png)|(heatmap$suffix.png)|" "$run/README.md"
+  } > "$out"
+fi
 cp "$run/heatmap.png" "bench/suite/heatmap$suffix.png"
 cp "$run/scoreboard.json" "bench/suite/scoreboard$suffix.json"
-echo "scoreboard: $out (took $took s)"
+echo "scoreboard: $out"

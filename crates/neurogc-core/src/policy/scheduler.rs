@@ -474,9 +474,12 @@ impl Scheduler {
                 trigger: Trigger::Quiet,
             });
             let p = quiet_chance(pause);
+            // Only after work since the last one: a service that served nothing made no garbage
+            // (an idle one was collected every second, tens of ms each, for nothing).
+            let worked = Self::work(obs) > self.last_full_work;
             let spare = obs.elapsed >= self.last_full + self.cfg.opportunistic
                 || Self::work(obs) - self.last_full_work >= self.cadence(obs) / 2.0;
-            if self.frozen && spare && obs.traffic.is_some() && p >= self.cfg.quiet {
+            if self.frozen && worked && spare && obs.traffic.is_some() && p >= self.cfg.quiet {
                 let plan = Plan::Collect {
                     why: "opportunistic".into(),
                     trigger: Trigger::Quiet,
@@ -988,6 +991,31 @@ mod tests {
         assert!(a[0].reason.contains("stale freeze"), "{a:?}");
         // It gave nothing back (RecordingGc collects 0): the next one needs twice the growth.
         assert_eq!(s.stale_growth, 0.5);
+    }
+
+    #[test]
+    fn a_quiet_window_is_used_only_after_work() {
+        let cfg = SchedulerConfig {
+            warmup: Duration::ZERO,
+            ..SchedulerConfig::default()
+        };
+        let (mut s, mut gc) = started(cfg);
+        let idle = |total| Traffic {
+            in_flight: 0,
+            now_ns: 60_000_000_000,
+            arrivals: &[],
+            total,
+        };
+        s.tick(&mut gc, &obs(0.1, 100, Some(idle(0)))).unwrap();
+        assert!(s.frozen);
+        // Quiet, seconds after the freeze, but not a request served since: nothing to collect.
+        assert!(s.tick(&mut gc, &obs(5.0, 100, Some(idle(0)))).unwrap().is_empty());
+        // Requests served since, then quiet: a free collection.
+        let a = s.tick(&mut gc, &obs(6.0, 100, Some(idle(50)))).unwrap();
+        assert!(a[0].action.starts_with("collect(2)"), "{a:?}");
+        assert!(a[0].reason.contains("opportunistic"), "{a:?}");
+        // And not again until more work.
+        assert!(s.tick(&mut gc, &obs(8.0, 100, Some(idle(50)))).unwrap().is_empty());
     }
 
     #[test]
