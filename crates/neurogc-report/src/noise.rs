@@ -39,7 +39,10 @@ use neurogc_record::Mode;
 /// scripts: `bench/aa/run.sh`, `bench/suite/aa.sh`), as (file name, JSON).
 const BUILT_IN: &[(&str, &str)] = &[
     ("turns-5x6s.json", include_str!("../floors/turns-5x6s.json")),
-    ("turns-2x2.5s.json", include_str!("../floors/turns-2x2.5s.json")),
+    (
+        "turns-2x2.5s.json",
+        include_str!("../floors/turns-2x2.5s.json"),
+    ),
 ];
 
 /// Where the built-in floors live in the repository, for messages.

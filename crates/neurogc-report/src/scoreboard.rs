@@ -725,7 +725,10 @@ mod tests {
     fn a_best_policy_that_never_collected_the_older_generations_is_flagged() {
         let note = deferred_note(&workload(Some(0))).expect("flagged");
         assert!(note.contains("threshold:50000,500,1000"), "{note}");
-        assert!(note.contains("370 MiB") && note.contains("bound: 371 MiB"), "{note}");
+        assert!(
+            note.contains("370 MiB") && note.contains("bound: 371 MiB"),
+            "{note}"
+        );
         assert_eq!(deferred_note(&workload(Some(3))), None);
         assert_eq!(deferred_note(&workload(None)), None, "unknown is not none");
     }

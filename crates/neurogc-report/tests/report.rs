@@ -570,7 +570,10 @@ fn run_writes_noise_floor_and_checks_arguments() {
     let written = Floors::read(&floor).unwrap();
     assert!(written.get(Metric::P99).is_some());
     // The pooled p99's floor too (the fixture's trials have latency histograms).
-    assert!(written.file.p99_all.is_some_and(|f| f.is_finite() && f >= 0.0));
+    assert!(written
+        .file
+        .p99_all
+        .is_some_and(|f| f.is_finite() && f >= 0.0));
 
     let e = neurogc_report::run(ReportArgs {
         run_dirs: vec![dir.clone()],

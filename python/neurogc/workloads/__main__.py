@@ -211,6 +211,9 @@ def serve_wsgi(w: Workload, args: argparse.Namespace) -> int:
         # find its worker "silent" when continued and have it killed and restarted.
         "--timeout",
         "0",
+        # The worker quits on the master's signal alone (see gunicorn_conf's docstring).
+        "-c",
+        "python:neurogc.workloads.gunicorn_conf",
         f"{w.module}:app",
     ]
     sys.stdout.flush()
