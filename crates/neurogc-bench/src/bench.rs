@@ -54,6 +54,9 @@ pub struct BenchArgs {
     /// With --rate auto: the length of each probe.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
     pub probe_time: Duration,
+    /// With --rate auto: the load before a probed server's first probe [default: --warmup].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub rate_warmup: Option<Duration>,
     /// With --mode alternating or turns: how long each server has the load before the next
     /// takes over (a turn; --duration is then so many turns per server).
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
@@ -181,7 +184,7 @@ fn run_trials(
                     start_rps: args.rate_start,
                     max_rps: 100_000.0,
                     probe: args.probe_time,
-                    warmup: args.warmup,
+                    warmup: args.rate_warmup.unwrap_or(args.warmup),
                     fraction: args.rate_fraction,
                 },
             )?;

@@ -61,7 +61,7 @@ fn estimate_s(plan: &Plan, policies: usize) -> f64 {
         0.0
     } else {
         plan.rate_policies.len() as f64
-            * (8.0 * plan.probe.as_secs_f64() + plan.warmup.as_secs_f64() + 6.0)
+            * (8.0 * plan.probe.as_secs_f64() + plan.probe_warmup.as_secs_f64() + 6.0)
     };
     let seed = if plan.trains_seed_models() {
         plan.collect.as_secs_f64() + 12.0
@@ -279,6 +279,7 @@ fn run_workload(
     b.rate_start = plan.rate_start;
     b.rate_policies = plan.rate_policies.clone();
     b.probe_time = plan.probe;
+    b.rate_warmup = Some(plan.probe_warmup);
     b.no_report = true;
     b.dashboard.no_dashboard = true;
     let done = bench::execute(&b, std::env::args().collect(), Dashboard::default())?;
