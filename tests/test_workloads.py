@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import signal
 import subprocess
@@ -84,6 +85,7 @@ class Workload:
         self.url = f"http://127.0.0.1:{self.port}"
         self.gc_events = directory / f"{name}-gc-events.csv"
         self.samples = directory / f"{name}-samples.csv"
+        # Its own process group, as the bench starts servers (a stop signals the whole group).
         self.process = subprocess.Popen(
             [
                 sys.executable,
@@ -104,6 +106,7 @@ class Workload:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            start_new_session=True,
         )
 
     def up(self) -> bool:
@@ -237,6 +240,36 @@ def test_workload_serves_every_task(servers, name):
     ]
     assert len(lines) > 1, f"{name}: no collection recorded"
     assert w.samples.read_text().startswith("time,cpu,mem,")
+
+
+@pytest.mark.skipif(not ORM_DEPS, reason="flask and gunicorn are not installed")
+def test_orm_worker_leaves_sigint_to_its_master_and_the_group_stops_at_once(tmp_path):
+    # A SIGINT to the group reaches gunicorn's master and worker; the master then sends SIGQUIT,
+    # and a worker handling both (one inside the other's handler) deadlocked gthread's pool
+    # shutdown until SIGKILL. The worker ignores SIGINT and quits on the master's signal.
+    w = Workload("orm", tmp_path)
+    wait_for(w.up, 60, "orm")
+    for _ in range(20):
+        assert request(w.url + "/orders")[0] == 200
+    master = w.process.pid
+    workers = Path(f"/proc/{master}/task/{master}/children").read_text().split()
+    assert len(workers) == 1, workers
+    ignored = int(
+        next(
+            line.split()[1]
+            for line in Path(f"/proc/{workers[0]}/status").read_text().splitlines()
+            if line.startswith("SigIgn:")
+        ),
+        16,
+    )
+    assert ignored & (1 << (signal.SIGINT - 1)), f"the worker handles SIGINT: {ignored:#x}"
+    started = time.monotonic()
+    os.killpg(master, signal.SIGINT)
+    _, err = w.process.communicate(timeout=10)
+    assert time.monotonic() - started < 5, err
+    assert "Traceback" not in err, err
+    # Stopped gracefully: the agent wrote its rows.
+    assert len(w.samples.read_text().splitlines()) > 1
 
 
 def test_no_agent_mode_serves_without_writing_samples(tmp_path):
