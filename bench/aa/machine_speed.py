@@ -7,6 +7,7 @@ Usage: taskset -c 0 python bench/aa/machine_speed.py [SECONDS] > bench/aa/machin
 
 import gc
 import statistics
+import subprocess
 import sys
 import time
 
@@ -32,6 +33,11 @@ def main() -> None:
             pauses.append((time.perf_counter() - t) * 1000)
         rows.append((time.time() - start, statistics.median(pauses)))
         time.sleep(0.5)
+    commit = subprocess.run(
+        ["git", "describe", "--always", "--dirty"], capture_output=True, text=True
+    ).stdout.strip()
+    print(f"# command: python bench/aa/machine_speed.py {seconds:g} (commit {commit or '?'},")
+    print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})")
     print("# gc.collect() of 150,000 linked objects, median of 5, per 10 s window")
     print("# seconds  ms")
     per_window: dict[int, list[float]] = {}
