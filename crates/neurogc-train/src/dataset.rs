@@ -9,7 +9,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use neurogc_core::sample::read::{BadRows, Cell, CsvTable};
+use neurogc_core::sample::read::{stream_file, BadRows, Cell, CsvTable, Header, Row};
 use neurogc_model::{FeatureVector, FEATURES, N_FEATURES};
 use sha2::{Digest, Sha256};
 
@@ -34,29 +34,85 @@ impl fmt::Display for DataError {
 
 impl std::error::Error for DataError {}
 
-/// Reads one CSV file.
+/// Reads one CSV file in one pass, keeping only the features of each row (a row of text becomes
+/// 40 bytes), and hashing it on the way: a data set larger than memory trains.
 pub fn load_csv(path: &Path) -> Result<Series, DataError> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| DataError(format!("{}: cannot read: {e}", path.display())))?;
-    parse_csv(path, &bytes)
+    let name = path.display().to_string();
+    let mut hasher = Sha256::new();
+    let mut features = Features::default();
+    let (header, warnings) = stream_file(
+        path,
+        &name,
+        BadRows::Fail,
+        |bytes| hasher.update(bytes),
+        |header, row| features.push(header, &row),
+    )
+    .map_err(|e| DataError(e.to_string()))?;
+    Ok(Series {
+        path: path.to_path_buf(),
+        sha256: format!("{:x}", hasher.finalize()),
+        rows: features.finish(&name, &header)?,
+        warnings,
+    })
 }
 
+/// Reads CSV text already in memory (the same rules as [`load_csv`]).
 pub fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Series, DataError> {
     let name = path.display().to_string();
-    let sha256 = format!("{:x}", Sha256::digest(bytes));
     let table =
         CsvTable::parse(&name, bytes, BadRows::Fail).map_err(|e| DataError(e.to_string()))?;
+    let mut features = Features::default();
+    for row in &table.rows {
+        features
+            .push(&table.header, row)
+            .map_err(|e| DataError(format!("{name}:{}: {e}", row.line)))?;
+    }
+    Ok(Series {
+        path: path.to_path_buf(),
+        sha256: format!("{:x}", Sha256::digest(bytes)),
+        rows: features.finish(&name, &table.header)?,
+        warnings: table.warnings,
+    })
+}
+
+/// The feature rows of a file, built a row at a time.
+#[derive(Default)]
+struct Features {
+    /// Where each feature is in the header, once the first row asked.
+    index: Option<[usize; N_FEATURES]>,
+    /// A feature the header lacks: reported when the file is read, without a line.
+    missing: Option<String>,
+    rows: Vec<FeatureVector>,
+}
+
+fn feature_index(header: &Header) -> Result<[usize; N_FEATURES], String> {
     let mut index = [0usize; N_FEATURES];
     for (slot, feature) in index.iter_mut().zip(FEATURES) {
-        *slot = table.header.position(feature).ok_or_else(|| {
-            DataError(format!(
-                "{name}: missing column {feature:?} (the header has: {})",
-                table.header.columns.join(", ")
-            ))
+        *slot = header.position(feature).ok_or_else(|| {
+            format!(
+                "missing column {feature:?} (the header has: {})",
+                header.columns.join(", ")
+            )
         })?;
     }
-    let mut rows = Vec::with_capacity(table.rows.len());
-    for record in &table.rows {
+    Ok(index)
+}
+
+impl Features {
+    fn push(&mut self, header: &Header, record: &Row) -> Result<(), String> {
+        if self.missing.is_some() {
+            return Ok(());
+        }
+        let index = match self.index {
+            Some(i) => i,
+            None => match feature_index(header) {
+                Ok(i) => *self.index.insert(i),
+                Err(e) => {
+                    self.missing = Some(e);
+                    return Ok(());
+                }
+            },
+        };
         let mut row = [0f32; N_FEATURES];
         for (f, (&col, feature)) in index.iter().zip(FEATURES).enumerate() {
             let why = match &record.cells[col] {
@@ -75,19 +131,24 @@ pub fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Series, DataError> {
                     None => format!("{cell:?} is not a number"),
                 },
             };
-            return Err(DataError(format!(
-                "{name}:{}: column {feature:?}: {why}",
-                record.line
-            )));
+            return Err(format!("column {feature:?}: {why}"));
         }
-        rows.push(row);
+        self.rows.push(row);
+        Ok(())
     }
-    Ok(Series {
-        path: path.to_path_buf(),
-        sha256,
-        rows,
-        warnings: table.warnings,
-    })
+
+    /// The rows, or the column the header lacks (a file without rows too).
+    fn finish(self, name: &str, header: &Header) -> Result<Vec<FeatureVector>, DataError> {
+        let missing = match self.missing {
+            Some(e) => Some(e),
+            None if self.index.is_none() => feature_index(header).err(),
+            None => None,
+        };
+        match missing {
+            Some(e) => Err(DataError(format!("{name}: {e}"))),
+            None => Ok(self.rows),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -97,8 +158,39 @@ mod tests {
     const HEADER: &str =
         "time,cpu,mem,disk_read,disk_write,net_sent,net_recv,rps,p95,p99,gc_triggered\n";
 
+    /// Reads `text` both ways, from memory and streamed from a file, and checks they agree.
     fn parse(text: &str) -> Result<Series, String> {
-        parse_csv(Path::new("x.csv"), text.as_bytes()).map_err(|e| e.0)
+        let in_memory = parse_csv(Path::new("x.csv"), text.as_bytes()).map_err(|e| e.0);
+        let dir = std::env::temp_dir().join(format!(
+            "neurogc-dataset-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("x.csv");
+        std::fs::write(&path, text).unwrap();
+        let streamed =
+            load_csv(&path).map_err(|e| e.0.replace(&path.display().to_string(), "x.csv"));
+        std::fs::remove_dir_all(&dir).unwrap();
+        match (&in_memory, &streamed) {
+            (Ok(a), Ok(b)) => {
+                let bits = |s: &Series| -> Vec<u32> {
+                    s.rows.iter().flatten().map(|v| v.to_bits()).collect()
+                };
+                assert_eq!(bits(a), bits(b));
+                assert_eq!(a.sha256, b.sha256);
+                let shown = |s: &Series| -> Vec<String> {
+                    s.warnings
+                        .iter()
+                        .map(|w| w.replace(&path.display().to_string(), "x.csv"))
+                        .collect()
+                };
+                assert_eq!(shown(a), shown(b));
+            }
+            (Err(a), Err(b)) => assert_eq!(a, b),
+            _ => panic!("in memory {in_memory:?}, streamed {streamed:?}"),
+        }
+        in_memory
     }
 
     #[test]

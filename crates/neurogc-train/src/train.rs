@@ -228,11 +228,10 @@ fn scratch_len(model: &Model) -> usize {
 type Fitted = (Vec<(String, Saved)>, Vec<f32>, Vec<f32>, Vec<f64>);
 
 fn batch_tensor(ex: &Examples, idx: &[usize]) -> Result<(Tensor, Tensor)> {
-    let stride = ex.window * N_FEATURES;
-    let mut x = Vec::with_capacity(idx.len() * stride);
+    let mut x = Vec::with_capacity(idx.len() * ex.window * N_FEATURES);
     let mut y = Vec::with_capacity(idx.len());
     for &i in idx {
-        x.extend_from_slice(&ex.x[i * stride..(i + 1) * stride]);
+        x.extend_from_slice(ex.x(i));
         y.push(ex.y[i]);
     }
     Ok((

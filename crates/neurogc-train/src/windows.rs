@@ -33,11 +33,15 @@ pub fn labeller(name: &str) -> Result<Box<dyn Labeller>, String> {
     }
 }
 
-/// Training examples: windows of normalised rows and their targets.
+/// Training examples: windows of normalised rows and their targets. A window is a run of
+/// consecutive rows, so the rows are kept once and each window is where it starts (windows
+/// overlap: copying each would take `window` times the rows' memory).
 #[derive(Clone, Debug, Default)]
 pub struct Examples {
-    /// `len × window × N_FEATURES`, flattened.
-    pub x: Vec<f32>,
+    /// Normalised rows, `N_FEATURES` each, flattened.
+    rows: Vec<f32>,
+    /// The first row of each window.
+    starts: Vec<usize>,
     pub y: Vec<f32>,
     pub window: usize,
 }
@@ -49,12 +53,27 @@ impl Examples {
     pub fn is_empty(&self) -> bool {
         self.y.is_empty()
     }
+    /// Window `i`: `window × N_FEATURES` values, flattened.
+    pub fn x(&self, i: usize) -> &[f32] {
+        let start = self.starts[i] * N_FEATURES;
+        &self.rows[start..start + self.window * N_FEATURES]
+    }
     pub fn window_rows(&self, i: usize) -> Vec<FeatureVector> {
-        let stride = self.window * N_FEATURES;
-        self.x[i * stride..(i + 1) * stride]
+        self.x(i)
             .chunks_exact(N_FEATURES)
             .map(|c| c.try_into().expect("N_FEATURES"))
             .collect()
+    }
+
+    /// Adds `rows` (normalised) and a window starting at each of `starts` (indices into
+    /// `rows`) with its target.
+    fn extend(&mut self, rows: &[FeatureVector], starts: impl Iterator<Item = (usize, f32)>) {
+        let base = self.rows.len() / N_FEATURES;
+        self.rows.extend(rows.iter().flatten());
+        for (start, y) in starts {
+            self.starts.push(base + start);
+            self.y.push(y);
+        }
     }
 }
 
@@ -118,17 +137,18 @@ pub fn prepare(
                 x
             })
             .collect();
-        for start in 0..*windows {
-            let end = start + window - 1;
-            let target = if start < *n_train {
-                &mut train
-            } else {
-                &mut val
-            };
-            for row in &normed[start..=end] {
-                target.x.extend_from_slice(row);
-            }
-            target.y.push(labeller.label(&s.rows, end));
+        let label = |start: usize| labeller.label(&s.rows, start + window - 1);
+        if *n_train > 0 {
+            train.extend(
+                &normed[..n_train + window - 1],
+                (0..*n_train).map(|start| (start, label(start))),
+            );
+        }
+        if windows > n_train {
+            val.extend(
+                &normed[*n_train..windows + window - 1],
+                (*n_train..*windows).map(|start| (start - n_train, label(start))),
+            );
         }
     }
     Ok(Prepared {

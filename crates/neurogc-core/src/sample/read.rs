@@ -300,19 +300,100 @@ impl CsvTable {
         kinds: Kinds,
         bad_rows: BadRows,
     ) -> Result<CsvTable, ReadError> {
-        let error = |line: u64, message: String| ReadError {
-            file: shown.to_string(),
-            line,
-            message,
-        };
         let complete = bytes.is_empty() || bytes.ends_with(b"\n");
-        let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(bytes);
-        let header = reader
-            .headers()
-            .map_err(|e| error(1, format!("unreadable header: {e}")))?;
-        let header = Header::with_kinds(header.iter(), kinds).map_err(|e| error(1, e))?;
         let mut rows = Vec::new();
-        let mut warnings = Vec::new();
+        let (header, warnings) = stream(shown, bytes, complete, kinds, bad_rows, |_, row| {
+            rows.push(row);
+            Ok(())
+        })?;
+        Ok(CsvTable {
+            header,
+            rows,
+            warnings,
+        })
+    }
+
+    pub fn has(&self, column: &str) -> bool {
+        self.header.has(column)
+    }
+}
+
+/// Reads a sample file at `path` a row at a time, by the same rules as [`CsvTable::read`], handing
+/// each row to `each` (whose error stops the read, naming the row's line) instead of keeping
+/// them: a file far larger than memory is read in constant space. `tap` sees every byte read, in
+/// order (to hash the file in the same pass). Returns the header and the warnings.
+pub fn stream_file(
+    path: &Path,
+    shown: &str,
+    bad_rows: BadRows,
+    tap: impl FnMut(&[u8]),
+    each: impl FnMut(&Header, Row) -> Result<(), String>,
+) -> Result<(Header, Vec<String>), ReadError> {
+    use std::io::{Read, Seek, SeekFrom};
+    let error = |message: String| ReadError {
+        file: shown.to_string(),
+        line: 0,
+        message,
+    };
+    let mut file = std::fs::File::open(path).map_err(|e| error(format!("cannot read: {e}")))?;
+    // Whether the last line is whole: its last byte is a line end.
+    let len = file
+        .metadata()
+        .map_err(|e| error(format!("cannot read: {e}")))?
+        .len();
+    let mut last = [b'\n'];
+    if len > 0 {
+        file.seek(SeekFrom::End(-1))
+            .and_then(|_| file.read_exact(&mut last))
+            .and_then(|_| file.seek(SeekFrom::Start(0)))
+            .map_err(|e| error(format!("cannot read: {e}")))?;
+    }
+    stream(
+        shown,
+        Tap { inner: file, tap },
+        last[0] == b'\n',
+        column_kind,
+        bad_rows,
+        each,
+    )
+}
+
+/// A reader that shows every byte it reads to `tap`.
+struct Tap<R, F> {
+    inner: R,
+    tap: F,
+}
+
+impl<R: std::io::Read, F: FnMut(&[u8])> std::io::Read for Tap<R, F> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        (self.tap)(&buf[..n]);
+        Ok(n)
+    }
+}
+
+/// The one CSV reading loop: `complete` says whether the input ends with a line end (else a
+/// malformed last row is a truncated write, skipped with a warning).
+fn stream(
+    shown: &str,
+    input: impl std::io::Read,
+    complete: bool,
+    kinds: Kinds,
+    bad_rows: BadRows,
+    mut each: impl FnMut(&Header, Row) -> Result<(), String>,
+) -> Result<(Header, Vec<String>), ReadError> {
+    let error = |line: u64, message: String| ReadError {
+        file: shown.to_string(),
+        line,
+        message,
+    };
+    let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(input);
+    let header = reader
+        .headers()
+        .map_err(|e| error(1, format!("unreadable header: {e}")))?;
+    let header = Header::with_kinds(header.iter(), kinds).map_err(|e| error(1, e))?;
+    let mut warnings = Vec::new();
+    {
         let mut records = reader.records().peekable();
         while let Some(record) = records.next() {
             let is_last = records.peek().is_none();
@@ -324,7 +405,10 @@ impl CsvTable {
                 Err(e) => Err((e.position().map_or(0, |p| p.line()), e.to_string())),
             };
             match parsed {
-                Ok(row) => rows.push(row),
+                Ok(row) => {
+                    let line = row.line;
+                    each(&header, row).map_err(|e| error(line, e))?;
+                }
                 Err((line, e)) if is_last && !complete => warnings.push(format!(
                     "{shown}:{line}: incomplete last line (no line end: the writer stopped mid-line; {e}); skipped"
                 )),
@@ -334,17 +418,11 @@ impl CsvTable {
                 Err((line, e)) => return Err(error(line, e)),
             }
         }
-        Ok(CsvTable {
-            header,
-            rows,
-            warnings,
-        })
     }
+    Ok((header, warnings))
+}
 
-    pub fn has(&self, column: &str) -> bool {
-        self.header.has(column)
-    }
-
+impl CsvTable {
     /// `column` of `row`: the cell, or `None` when the file has no such column.
     pub fn cell<'a>(&self, row: &'a Row, column: &str) -> Option<&'a Cell> {
         self.header.position(column).map(|i| &row.cells[i])
@@ -498,5 +576,49 @@ mod tests {
             t.cell(row, "policy_reason"),
             Some(&Cell::Text(s.policy_reason.clone()))
         );
+    }
+
+    #[test]
+    fn a_streamed_file_follows_the_same_rules_in_one_pass() {
+        let path = std::env::temp_dir().join(format!("neurogc-stream-{}.csv", std::process::id()));
+        // Two rows, then a line the writer stopped in the middle of.
+        let text = "time,cpu,gc_triggered\n1,2,True\n2,,False\n3,4";
+        std::fs::write(&path, text).unwrap();
+        let (mut seen, mut times) = (0usize, Vec::new());
+        let (header, warnings) = stream_file(
+            &path,
+            "x.csv",
+            BadRows::Fail,
+            |bytes| seen += bytes.len(),
+            |h, row| {
+                times.push(row.cells[h.position(TIME).unwrap()].number().unwrap());
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(header.columns, ["time", "cpu", "gc_triggered"]);
+        assert_eq!(times, [1.0, 2.0]);
+        assert!(
+            warnings[0].contains("x.csv:4: incomplete last line"),
+            "{warnings:?}"
+        );
+        assert_eq!(seen, text.len(), "every byte passed the tap");
+        // The caller's error stops the read and names the row's line.
+        let e = stream_file(
+            &path,
+            "x.csv",
+            BadRows::Fail,
+            |_| {},
+            |_, row| {
+                if row.line == 3 {
+                    Err("no".into())
+                } else {
+                    Ok(())
+                }
+            },
+        )
+        .unwrap_err();
+        assert_eq!(e.to_string(), "x.csv:3: no");
+        std::fs::remove_file(&path).unwrap();
     }
 }
