@@ -1,12 +1,14 @@
 # Shared by the benchmark scripts (source it): what a result was produced from and on what.
 
-# The commit, "-dirty" when tracked files had changes; the changes are listed in $1 if given.
+# The commit, "-dirty" when tracked files had changes (under the paths after $1 only, if any:
+# what the result depends on, not the outputs it rewrites); the changes are listed in $1 if given.
 commit_stamp() {
-  local commit dirty
+  local commit dirty list=${1:-}
+  shift || true
   commit=$(git rev-parse --short HEAD)
-  dirty=$(git status --porcelain --untracked-files=no)
-  if [ -n "${1:-}" ]; then
-    if [ -n "$dirty" ]; then printf '%s\n' "$dirty" >"$1"; else : >"$1"; fi
+  dirty=$(git status --porcelain --untracked-files=no -- "$@")
+  if [ -n "$list" ]; then
+    if [ -n "$dirty" ]; then printf '%s\n' "$dirty" >"$list"; else : >"$list"; fi
   fi
   if [ -n "$dirty" ]; then commit="$commit-dirty"; fi
   echo "$commit"

@@ -15,13 +15,18 @@ suffix=""; extra=()
 if [ -n "${QUICK:-}" ]; then suffix="-quick"; extra=(--quick); fi
 if [ -n "${POLICIES:-}" ]; then extra+=(--policies "$POLICIES"); fi
 . bench/lib.sh
-commit=$(commit_stamp)
-out=bench/suite/RESULTS$suffix.md
+# What the scores depend on: the code, not the outputs this script rewrites.
+commit=$(commit_stamp "" crates python)
 if [ -n "${RESCORE:-}" ]; then
   run=$RESCORE
+  # The recorded suite says whether it was a quick one; its results file is the one to rewrite.
+  suffix=""
+  if grep -q '"quick": true' "$run/suite.json"; then suffix="-quick"; fi
+  out=bench/suite/RESULTS$suffix.md
+  [ -f "$out" ] || { echo "RESCORE: no $out to take the measurement lines from" >&2; exit 2; }
   "$NEUROGC" suite --rescore "$run"
   # What was measured, and when, stays as the measuring run wrote it.
-  measured=$(grep -E '^- (Command|Commit|Machine load)' "$out" | grep -v '^- Rescored')
+  measured=$(grep -E '^- (Command|Commit|Machine load)' "$out")
   {
     echo "<!-- written by bench/suite/run.sh; do not edit -->"
     echo
@@ -32,6 +37,7 @@ if [ -n "${RESCORE:-}" ]; then
   } > "$out.tmp"
   mv "$out.tmp" "$out"
 else
+  out=bench/suite/RESULTS$suffix.md
   tmp=bench/suite/run.tmp$suffix
   rm -rf "$tmp" && mkdir -p "$tmp"
   load_before=$(cut -d' ' -f1-3 /proc/loadavg)

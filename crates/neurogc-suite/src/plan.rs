@@ -67,7 +67,8 @@ pub struct SuiteArgs {
     /// freezes 3 s after its start, after up to 2 s waiting for a quiet moment].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub warmup: Option<Duration>,
-    /// Every policy runs at this share of the capacity found (the lower of gc-off's and default's).
+    /// Every policy runs at this share of the capacity found (the lower of gc-off's and default's;
+    /// --quick: default's).
     #[arg(long, value_name = "F", default_value_t = 0.6)]
     pub fraction: f64,
     /// A fixed rate (requests per second) for every workload instead of a share of its

@@ -35,7 +35,8 @@ impl fmt::Display for DataError {
 impl std::error::Error for DataError {}
 
 /// Reads one CSV file in one pass, keeping only the features of each row (a row of text becomes
-/// 40 bytes), and hashing it on the way: a data set larger than memory trains.
+/// 40 bytes), and hashing it on the way: a CSV far larger than memory trains, as long as its
+/// features fit.
 pub fn load_csv(path: &Path) -> Result<Series, DataError> {
     let name = path.display().to_string();
     let mut hasher = Sha256::new();

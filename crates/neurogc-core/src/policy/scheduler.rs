@@ -588,8 +588,8 @@ impl Scheduler {
         match plan {
             Plan::Collect { why, trigger } => {
                 let (n, ms) = Self::timed_collect(gc, intent)?;
-                if self.frozen && trigger == Trigger::Due {
-                    self.learn_yield(n, ms);
+                if self.frozen {
+                    self.learn_yield(n, ms, trigger == Trigger::Due);
                 }
                 if self.frozen {
                     self.pause_frozen.add(ms);
@@ -637,6 +637,8 @@ impl Scheduler {
                 if n < 10_000 {
                     self.stale_growth *= 2.0;
                 }
+                // A fresh unfrozen part: what the stretch learned was about the old one.
+                self.stretch = 1.0;
                 self.needed_since = None;
                 self.last_full = obs.elapsed;
                 self.last_full_work = Self::work(obs);
@@ -650,13 +652,14 @@ impl Scheduler {
         Ok(actions)
     }
 
-    /// Stretches the cadence after a due collection that paused past the target for little, and
-    /// resets it after one that freed much.
-    fn learn_yield(&mut self, collected: u64, ms: f64) {
+    /// Resets the cadence's stretch after any collection of the unfrozen part that freed much,
+    /// and stretches it after a `due` one that paused past the target for little (the others
+    /// ran for their own reasons: memory grew, or the moment was free).
+    fn learn_yield(&mut self, collected: u64, ms: f64, due: bool) {
         let freed_per_ms = collected as f64 / ms.max(0.1);
         if freed_per_ms >= LOW_YIELD {
             self.stretch = 1.0;
-        } else if ms > self.cfg.pause.as_secs_f64() * 1e3 {
+        } else if due && ms > self.cfg.pause.as_secs_f64() * 1e3 {
             self.stretch = (self.stretch * 2.0).min(MAX_STRETCH);
         }
     }
@@ -1042,11 +1045,13 @@ mod tests {
         assert!(s.frozen);
         s.last_full_work = 0.0;
         // 40 ms for 1000 objects: a scan of live objects. Twice: the cadence is stretched 4 ×.
-        s.learn_yield(1000, 40.0);
-        s.learn_yield(1000, 40.0);
+        s.learn_yield(1000, 40.0, true);
+        s.learn_yield(1000, 40.0, true);
         assert_eq!(s.stretch, 4.0);
         // A cheap collection says nothing either way.
-        s.learn_yield(0, 1.0);
+        s.learn_yield(0, 1.0, true);
+        // Nor does a slow one that was not due (memory grew, or a quiet moment).
+        s.learn_yield(0, 40.0, false);
         assert_eq!(s.stretch, 4.0);
         // Without a pause model the cadence is 400 requests: 1000 since the freeze are not due.
         s.last_full = Duration::from_secs(100);
@@ -1057,7 +1062,7 @@ mod tests {
             "{due:?}"
         );
         // One that frees much puts it back.
-        s.learn_yield(100_000, 40.0);
+        s.learn_yield(100_000, 40.0, false);
         assert_eq!(s.stretch, 1.0);
     }
 

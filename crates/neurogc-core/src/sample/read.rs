@@ -302,7 +302,7 @@ impl CsvTable {
     ) -> Result<CsvTable, ReadError> {
         let complete = bytes.is_empty() || bytes.ends_with(b"\n");
         let mut rows = Vec::new();
-        let (header, warnings) = stream(shown, bytes, complete, kinds, bad_rows, |_, row| {
+        let (header, warnings) = stream(shown, bytes, &|| complete, kinds, bad_rows, |_, row| {
             rows.push(row);
             Ok(())
         })?;
@@ -329,55 +329,53 @@ pub fn stream_file(
     tap: impl FnMut(&[u8]),
     each: impl FnMut(&Header, Row) -> Result<(), String>,
 ) -> Result<(Header, Vec<String>), ReadError> {
-    use std::io::{Read, Seek, SeekFrom};
-    let error = |message: String| ReadError {
+    let file = std::fs::File::open(path).map_err(|e| ReadError {
         file: shown.to_string(),
         line: 0,
-        message,
+        message: format!("cannot read: {e}"),
+    })?;
+    // The last byte read: by the time the last row is judged, the reader has met the end, so it
+    // says whether the input ended with a line end (a file still being written included).
+    let last = std::cell::Cell::new(b'\n');
+    let input = Tap {
+        inner: file,
+        tap,
+        last: &last,
     };
-    let mut file = std::fs::File::open(path).map_err(|e| error(format!("cannot read: {e}")))?;
-    // Whether the last line is whole: its last byte is a line end.
-    let len = file
-        .metadata()
-        .map_err(|e| error(format!("cannot read: {e}")))?
-        .len();
-    let mut last = [b'\n'];
-    if len > 0 {
-        file.seek(SeekFrom::End(-1))
-            .and_then(|_| file.read_exact(&mut last))
-            .and_then(|_| file.seek(SeekFrom::Start(0)))
-            .map_err(|e| error(format!("cannot read: {e}")))?;
-    }
     stream(
         shown,
-        Tap { inner: file, tap },
-        last[0] == b'\n',
+        input,
+        &|| last.get() == b'\n',
         column_kind,
         bad_rows,
         each,
     )
 }
 
-/// A reader that shows every byte it reads to `tap`.
-struct Tap<R, F> {
+/// A reader that shows every byte it reads to `tap` and keeps the last one.
+struct Tap<'a, R, F> {
     inner: R,
     tap: F,
+    last: &'a std::cell::Cell<u8>,
 }
 
-impl<R: std::io::Read, F: FnMut(&[u8])> std::io::Read for Tap<R, F> {
+impl<R: std::io::Read, F: FnMut(&[u8])> std::io::Read for Tap<'_, R, F> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
         (self.tap)(&buf[..n]);
+        if let Some(&b) = buf[..n].last() {
+            self.last.set(b);
+        }
         Ok(n)
     }
 }
 
-/// The one CSV reading loop: `complete` says whether the input ends with a line end (else a
-/// malformed last row is a truncated write, skipped with a warning).
+/// The one CSV reading loop: `complete` says, once the input has been read to its end, whether it
+/// ended with a line end (else a malformed last row is a truncated write, skipped with a warning).
 fn stream(
     shown: &str,
     input: impl std::io::Read,
-    complete: bool,
+    complete: &dyn Fn() -> bool,
     kinds: Kinds,
     bad_rows: BadRows,
     mut each: impl FnMut(&Header, Row) -> Result<(), String>,
@@ -409,7 +407,7 @@ fn stream(
                     let line = row.line;
                     each(&header, row).map_err(|e| error(line, e))?;
                 }
-                Err((line, e)) if is_last && !complete => warnings.push(format!(
+                Err((line, e)) if is_last && !complete() => warnings.push(format!(
                     "{shown}:{line}: incomplete last line (no line end: the writer stopped mid-line; {e}); skipped"
                 )),
                 Err((line, e)) if bad_rows == BadRows::Skip => {
