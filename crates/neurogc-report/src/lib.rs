@@ -200,8 +200,7 @@ pub fn aa_floor_file(run: &RunData, analysis: &Analysis) -> Result<FloorFile> {
 }
 
 /// The A/A floor of the p99 of all requests: over every candidate against the baseline, the
-/// largest deviation from 1 of the pooled ratio's interval (as [`neurogc_stats::NoiseFloor::from_aa`]
-/// does for per-unit values).
+/// largest deviation from 1 of the pooled ratio's interval.
 fn pooled_aa_floor(a: &Analysis) -> Option<f64> {
     let base = pooled::units(a, a.baseline());
     a.policies
@@ -209,9 +208,8 @@ fn pooled_aa_floor(a: &Analysis) -> Option<f64> {
         .skip(1)
         .filter_map(|p| {
             let r = pooled::ratio_ci(&base, &pooled::units(a, p), 0.99, &aggregate::bootstrap())?;
-            Some((r.lower - 1.0).abs().max((r.upper - 1.0).abs()))
+            Some(neurogc_stats::NoiseFloor::from_ratio_interval(&r)?.relative())
         })
-        .filter(|f| f.is_finite())
         .reduce(f64::max)
         .map(|f| (f * 1e6).round() / 1e6)
 }

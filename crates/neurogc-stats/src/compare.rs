@@ -97,7 +97,12 @@ impl NoiseFloor {
     /// covers both the method's bias (a non-1 estimate) and its run-to-run spread. `None` when
     /// the A/A comparison has no ratio (zero baseline median).
     pub fn from_aa(aa: &Comparison) -> Option<Self> {
-        let r = aa.ratio?;
+        Self::from_ratio_interval(&aa.ratio?)
+    }
+
+    /// The floor from an A/A ratio interval however it was estimated (per-run values, pooled
+    /// requests): max(|lower − 1|, |upper − 1|). `None` when a bound is not finite.
+    pub fn from_ratio_interval(r: &ConfidenceInterval) -> Option<Self> {
         let relative = (r.lower - 1.0).abs().max((r.upper - 1.0).abs());
         relative.is_finite().then_some(NoiseFloor { relative })
     }
