@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use anyhow::{anyhow, Context, Result};
+use neurogc_core::policy::PolicySpec;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -143,6 +144,8 @@ pub fn draw(run: &RunData, out_dir: &Path) -> Charts {
 /// What the charts show, per trial, on the seconds-since-measure-start axis.
 struct ChartData {
     rss: Vec<Series>,
+    /// The RSS budgets the policies' specs name, in MiB: (policy, budget).
+    rss_budgets: Vec<(usize, f64)>,
     p95: Vec<Series>,
     p99: Vec<Series>,
     rps: Vec<Series>,
@@ -164,6 +167,7 @@ impl ChartData {
             .collect();
         let mut d = ChartData {
             rss: Vec::new(),
+            rss_budgets: rss_budgets(run),
             p95: Vec::new(),
             p99: Vec::new(),
             rps: Vec::new(),
@@ -233,6 +237,17 @@ impl ChartData {
     }
 }
 
+/// Each policy's explicit `rss=` budget (a spec that does not parse has none to show).
+fn rss_budgets(run: &RunData) -> Vec<(usize, f64)> {
+    let budget = |spec: &str| spec.parse::<PolicySpec>().ok()?.rss_budget();
+    run.info
+        .policies
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| Some((i, budget(&p.spec)? as f64 / 1024.0 / 1024.0)))
+        .collect()
+}
+
 const X_DESC: &str = "seconds since the start of the measured window";
 
 /// The y range: from 0 (or just below the data when `from_zero` is false) to above the data,
@@ -256,18 +271,24 @@ fn y_range(values: impl Iterator<Item = f64>, from_zero: bool) -> (f64, f64) {
     (lo, hi + span * 0.3)
 }
 
-/// Lines, one per trial, coloured by policy, on one panel.
+/// Lines, one per trial, coloured by policy, on one panel; `levels` are dashed horizontal lines
+/// in a policy's colour (its budget).
+#[allow(clippy::too_many_arguments)]
 fn lines_panel(
     area: &DrawingArea<BitMapBackend, Shift>,
     caption: &str,
     y_desc: &str,
     series: &[Series],
+    levels: &[(usize, f64)],
     labels: &[String],
     x_max: f64,
     from_zero: bool,
 ) -> Result<()> {
     let (y_low, y_top) = y_range(
-        series.iter().flat_map(|s| s.points.iter().map(|p| p.1)),
+        series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.1))
+            .chain(levels.iter().map(|l| l.1)),
         from_zero,
     );
     let mut chart = ChartBuilder::on(area)
@@ -285,6 +306,22 @@ fn lines_panel(
         .label_style((FAMILY, 13))
         .draw()
         .map_err(|e| anyhow!("{e}"))?;
+    for &(policy, level) in levels {
+        let color = policy_color(policy);
+        let label = format!("{}: budget", labels.get(policy).map_or("?", |l| l.as_str()));
+        chart
+            .draw_series(DashedLineSeries::new(
+                [(0.0, level), (x_max, level)],
+                8,
+                6,
+                color.stroke_width(2),
+            ))
+            .map_err(|e| anyhow!("{e}"))?
+            .label(label)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+    }
     let mut labelled = vec![false; labels.len()];
     for s in series {
         if s.points.is_empty() {
@@ -304,7 +341,7 @@ fn lines_panel(
             });
         }
     }
-    if labelled.iter().any(|l| *l) {
+    if labelled.iter().any(|l| *l) || !levels.is_empty() {
         chart
             .configure_series_labels()
             .label_font((FAMILY, 13))
@@ -337,6 +374,7 @@ fn draw_memory(d: &ChartData, labels: &[String], path: &Path) -> Result<()> {
         "Memory: resident set size per trial",
         "RSS (MiB)",
         &d.rss,
+        &d.rss_budgets,
         labels,
         d.x_max,
         false,
@@ -352,6 +390,7 @@ fn draw_latency(d: &ChartData, labels: &[String], path: &Path) -> Result<()> {
         "p95 latency per second",
         "p95 (ms)",
         &d.p95,
+        &[],
         labels,
         d.x_max,
         true,
@@ -361,6 +400,7 @@ fn draw_latency(d: &ChartData, labels: &[String], path: &Path) -> Result<()> {
         "p99 latency per second",
         "p99 (ms)",
         &d.p99,
+        &[],
         labels,
         d.x_max,
         true,
@@ -375,6 +415,7 @@ fn draw_rps(d: &ChartData, labels: &[String], path: &Path) -> Result<()> {
         "Requests per second (load generator)",
         "requests / s",
         &d.rps,
+        &[],
         labels,
         d.x_max,
         true,

@@ -70,6 +70,16 @@ impl PolicySpec {
         matches!(self, PolicySpec::Periodic { .. })
     }
 
+    /// The RSS budget the spec names (`rss=SIZE`), in bytes; `None` when it names none (the
+    /// guard then derives one from the RSS at start) or the policy has no guard.
+    pub fn rss_budget(&self) -> Option<u64> {
+        match self {
+            PolicySpec::Periodic { guard, .. } => guard.rss_budget,
+            PolicySpec::Neurogc(cfg) => cfg.rss_budget,
+            _ => None,
+        }
+    }
+
     /// Builds the policy; `spec` is the text it came from, kept for the samples. Fails only when
     /// a model cannot be loaded; the message names the file and the problem.
     pub fn build(&self, spec: &str) -> Result<Box<dyn Policy>, String> {
@@ -384,6 +394,14 @@ mod tests {
         assert_eq!(guard.young_budget, 5000);
         assert_eq!(guard.check_every, Duration::from_millis(100));
         assert!(parse("periodic:1").unwrap().disables_automatic_gc());
+        assert_eq!(
+            parse("periodic:30,rss=512M").unwrap().rss_budget(),
+            Some(512 << 20)
+        );
+        assert_eq!(parse("neurogc,rss=1G").unwrap().rss_budget(), Some(1 << 30));
+        for none in ["periodic:30", "neurogc", "default", "gc-off"] {
+            assert_eq!(parse(none).unwrap().rss_budget(), None, "{none}");
+        }
         assert_eq!(parse("gc-off").unwrap(), PolicySpec::GcOff);
         assert_eq!(
             parse("neurogc").unwrap(),
