@@ -1,10 +1,10 @@
 """``cycle-leak``: long-lived cyclic structures with big payloads that die slowly.
 
-What lives: a document store holding the ``documents`` most recent documents (default 1,500),
+What lives: a document store holding the ``documents`` most recent documents (default 2,000),
 filled at start-up. A document is a small object graph with cycles (the document and its
 revisions point at each other, every section points back at its document, the access-control
 entry too) and its latest revision holds a ``payload`` of bytes (default 64 KiB): about 30
-tracked objects and 64 KiB of memory per document, some 100 MiB in all.
+tracked objects and 64 KiB of memory per document, some 125 MiB in all.
 
 What dies, when: ``/upload`` stores a new document and retires the oldest one; ``/doc`` reads a
 random document (word statistics over a slice of its text, its outline). At the suite's load a
