@@ -6,13 +6,19 @@
 //! (the server is its stem unless it has a `server` column, as the seed's benchmark CSVs do).
 //! A sample CSV has a header with `time` (ours) or `timestamp` (the seed's); other CSVs in a run
 //! directory are skipped. Rows go through the same validation as `POST /api/metrics`; a bad or
-//! truncated row is reported with its file and line and skipped.
+//! truncated row is reported with its file and line and skipped. A `nan` or `inf` is a bad cell
+//! in a column of the sample schema (as for every reader); in another column it is read as
+//! unmeasured (null), and each file says how many it had and the first one's line.
+//!
+//! A directory is searched at most [`MAX_DEPTH`] folders down, without following symlinks to
+//! folders (one that points up, `a -> ..`, would loop); a run directory's trial folders are
+//! where `run.json` says, inside the run (`neurogc_record::trial_dir`).
 
 use crate::ingest::{self, Incoming};
 use crate::schema;
 use crate::store::Store;
 use anyhow::Context as _;
-use neurogc_core::sample::read::{BadRows, CsvTable};
+use neurogc_core::sample::read::{BadRows, Cell, CsvTable};
 use neurogc_record::{files, RunRecord};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
@@ -58,7 +64,7 @@ pub fn load(path: &Path) -> anyhow::Result<Recording> {
         load_run(path, &mut rec)?;
     } else if meta.is_dir() {
         let mut files = Vec::new();
-        find_csvs(path, &mut files)?;
+        find_csvs(path, 0, &mut files, &mut rec.warnings)?;
         files.sort();
         for file in files {
             let rel = file.strip_prefix(path).unwrap_or(&file).with_extension("");
@@ -107,17 +113,40 @@ fn load_run(dir: &Path, rec: &mut Recording) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn find_csvs(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
+/// How many folders down a directory is searched for CSVs.
+pub const MAX_DEPTH: usize = 8;
+
+fn find_csvs(
+    dir: &Path,
+    depth: usize,
+    out: &mut Vec<PathBuf>,
+    warnings: &mut Vec<String>,
+) -> anyhow::Result<()> {
     for entry in std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
-        let path = entry?.path();
+        let entry = entry?;
+        let path = entry.path();
         let hidden = path
             .file_name()
             .is_some_and(|n| n.to_string_lossy().starts_with('.'));
         if hidden {
             continue;
         }
-        if path.is_dir() {
-            find_csvs(&path, out)?;
+        // The entry itself, not what a symlink points to: links to folders are not followed.
+        let kind = entry.file_type()?;
+        if kind.is_symlink() && path.is_dir() {
+            warnings.push(format!(
+                "{}: a symlink to a folder; not followed",
+                path.display()
+            ));
+        } else if kind.is_dir() {
+            if depth + 1 > MAX_DEPTH {
+                warnings.push(format!(
+                    "{}: more than {MAX_DEPTH} folders down; not searched",
+                    path.display()
+                ));
+            } else {
+                find_csvs(&path, depth + 1, out, warnings)?;
+            }
         } else if path
             .extension()
             .is_some_and(|e| e.eq_ignore_ascii_case("csv"))
@@ -131,7 +160,14 @@ fn find_csvs(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
 /// Appends one CSV's valid rows to `rec`; `server` names rows without a `server` column.
 fn load_csv(path: &Path, server: &str, rec: &mut Recording) -> anyhow::Result<()> {
     let shown = path.display().to_string();
-    let bytes = std::fs::read(path).with_context(|| format!("cannot open {shown}"))?;
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) => {
+            rec.warnings
+                .push(format!("{shown}: cannot read: {e}; file skipped"));
+            return Ok(());
+        }
+    };
     let table = match CsvTable::parse(&shown, &bytes, BadRows::Skip) {
         Ok(t) => t,
         Err(e) => {
@@ -141,10 +177,24 @@ fn load_csv(path: &Path, server: &str, rec: &mut Recording) -> anyhow::Result<()
     };
     rec.warnings.extend(table.warnings.iter().cloned());
     let before = rec.samples.len();
+    // Non-finite numbers in columns the schema does not know: how many, and the first's place.
+    let (mut non_finite, mut first) = (0usize, None);
     for row in &table.rows {
         let mut obj = Map::new();
         for (column, cell) in table.header.columns.iter().zip(&row.cells) {
-            obj.insert(column.clone(), schema::cell_json(cell));
+            let value = match cell {
+                // Read as text, which validation would drop without a word.
+                Cell::Text(t)
+                    if schema::kind(column).is_none()
+                        && t.parse::<f64>().is_ok_and(|v| !v.is_finite()) =>
+                {
+                    non_finite += 1;
+                    first.get_or_insert((row.line, column.clone()));
+                    Value::Null
+                }
+                _ => schema::cell_json(cell),
+            };
+            obj.insert(column.clone(), value);
         }
         obj.entry(schema::SERVER)
             .or_insert_with(|| Value::String(server.to_string()));
@@ -154,6 +204,12 @@ fn load_csv(path: &Path, server: &str, rec: &mut Recording) -> anyhow::Result<()
                 .warnings
                 .push(format!("{shown}:{}: {e}; skipped", row.line)),
         }
+    }
+    if let Some((line, column)) = first {
+        rec.warnings.push(format!(
+            "{shown}:{line}: {non_finite} non-finite value(s) (nan/inf) read as unmeasured (null), \
+             the first in column {column:?}"
+        ));
     }
     if rec.samples.len() > before {
         rec.files.push(path.to_path_buf());

@@ -25,7 +25,7 @@ pub mod read;
 pub mod record;
 pub mod write;
 
-pub use read::{RunRecord, TrialEntry};
+pub use read::{trial_dir, RunRecord, TrialEntry};
 pub use record::*;
 pub use write::{write_json_atomic, RunDir, Trial};
 

@@ -1,6 +1,7 @@
 //! Opening a run directory as it is: complete, interrupted or partial. What is missing is a note
 //! on the trial; what is malformed is an error naming the file. A trial path that would leave the
-//! run directory (absolute, or with `..`) is refused, never followed.
+//! run directory (absolute, with `..`, or through a symlink) is an error, never followed. A run
+//! that says `running` while the process writing it is gone reads as interrupted.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -8,7 +9,9 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::de::DeserializeOwned;
 
 use crate::files;
-use crate::record::{RateSearch, RunInfo, TrialInfo, TrialRef, SCHEMA};
+use crate::record::{
+    Liveness, RateSearch, RunInfo, RunStatus, TrialInfo, TrialRef, TrialStatus, SCHEMA,
+};
 
 /// A run directory, opened.
 #[derive(Clone, Debug)]
@@ -63,16 +66,59 @@ fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T> {
     serde_json::from_str(&text).map_err(|e| anyhow!("{}: malformed: {e}", path.display()))
 }
 
-/// `rel` as a path inside the run directory: relative, made of plain names only.
-fn contained(rel: &str) -> Option<PathBuf> {
+/// A trial's `dir` from `run.json` as its folder: relative, plain names only (no `..`, no root),
+/// and, when it exists, still inside `run_dir` once symlinks are resolved. Errors name the path.
+/// Every reader of trial folders goes through here.
+pub fn trial_dir(run_dir: &Path, rel: &str) -> Result<PathBuf> {
     let path = Path::new(rel);
-    let plain = !rel.is_empty() && path.components().all(|c| matches!(c, Component::Normal(_)));
-    plain.then(|| path.to_path_buf())
+    if rel.is_empty() || !path.components().all(|c| matches!(c, Component::Normal(_))) {
+        bail!(
+            "trial {rel:?} is not a folder inside the run directory (a trial's dir is relative \
+             and goes down only, like trials/01-default-r1)"
+        );
+    }
+    let dir = run_dir.join(path);
+    if let (Ok(real), Ok(root)) = (dir.canonicalize(), run_dir.canonicalize()) {
+        if !real.starts_with(&root) {
+            bail!(
+                "trial {rel:?} leads to {}, outside the run directory {} (through a symlink)",
+                real.display(),
+                root.display()
+            );
+        }
+    }
+    Ok(dir)
+}
+
+/// A run that says `running` whose writer is gone: interrupted, and its unfinished trials too.
+fn notice_dead_writer(info: &mut RunInfo, trials: &mut [TrialEntry], warnings: &mut Vec<String>) {
+    let Some(writer) = &info.writer else { return };
+    if info.status != RunStatus::Running || writer.liveness() != Liveness::Gone {
+        return;
+    }
+    let why = format!(
+        "the run's process {} is gone; it was killed or crashed",
+        writer.pid
+    );
+    warnings.push(format!(
+        "run.json says running, but {why}: read as interrupted"
+    ));
+    info.status = RunStatus::Interrupted;
+    info.error.get_or_insert(why);
+    for t in trials {
+        if let Some(ti) = t.info.as_mut().filter(|i| i.status.in_progress()) {
+            t.notes.push(format!(
+                "{} when the run's process died",
+                ti.status.as_str()
+            ));
+            ti.status = TrialStatus::Interrupted;
+        }
+    }
 }
 
 impl RunRecord {
     /// Opens `dir`. Errors: no directory, no or malformed `run.json` or `rate-search.json`, no
-    /// policies, a malformed `trial.json`.
+    /// policies, a trial path outside the run directory ([`trial_dir`]), a malformed `trial.json`.
     pub fn open(dir: &Path) -> Result<RunRecord> {
         if !dir.is_dir() {
             bail!("{}: not a run directory (no such directory)", dir.display());
@@ -85,7 +131,7 @@ impl RunRecord {
                 dir.display()
             );
         }
-        let info: RunInfo = read_json(&run_json)?;
+        let mut info: RunInfo = read_json(&run_json)?;
         if info.policies.is_empty() {
             bail!("{}: no policies", run_json.display());
         }
@@ -104,13 +150,8 @@ impl RunRecord {
         };
         let mut trials = Vec::new();
         for r in &info.trials {
-            let Some(rel) = contained(&r.dir) else {
-                warnings.push(format!(
-                    "trial {:?} is not a folder inside the run directory; left out",
-                    r.dir
-                ));
-                continue;
-            };
+            let trial =
+                trial_dir(dir, &r.dir).map_err(|e| anyhow!("{}: {e}", run_json.display()))?;
             if !info.policies.iter().any(|p| p.label == r.label) {
                 warnings.push(format!(
                     "trial {} has label {:?}, which is not among the run's policies; left out",
@@ -120,7 +161,7 @@ impl RunRecord {
             }
             let mut entry = TrialEntry {
                 reference: r.clone(),
-                dir: dir.join(rel),
+                dir: trial,
                 info: None,
                 notes: Vec::new(),
             };
@@ -136,6 +177,7 @@ impl RunRecord {
             }
             trials.push(entry);
         }
+        notice_dead_writer(&mut info, &mut trials, &mut warnings);
         Ok(RunRecord {
             dir: dir.to_path_buf(),
             info,
@@ -210,25 +252,94 @@ mod tests {
 
     #[test]
     fn trial_paths_never_leave_the_run_directory() {
-        assert!(contained("trials/01-a-r1").is_some());
-        for bad in ["../../etc", "/etc", "trials/../../x", "", "./x"] {
-            assert!(contained(bad).is_none(), "{bad}");
-        }
         let root = temp("escape");
         let mut run = RunDir::create(&root, info("bench")).unwrap();
+        assert!(trial_dir(&run.path, "trials/01-a-r1").is_ok());
+        for bad in ["../../etc", "/etc", "trials/../../x", "", "./x"] {
+            let e = trial_dir(&run.path, bad).unwrap_err().to_string();
+            assert!(
+                e.contains("is not a folder inside the run directory"),
+                "{bad}: {e}"
+            );
+        }
+        // A plain name that is a symlink out of the run is refused too.
+        std::os::unix::fs::symlink("/etc", run.path.join("trials/01-default-r1")).unwrap();
         run.info.trials.push(TrialRef {
-            dir: "../../etc".into(),
+            dir: "trials/01-default-r1".into(),
             label: "default".into(),
             repetition: 1,
         });
         run.save().unwrap();
-        let back = RunRecord::open(&run.path).unwrap();
-        assert!(back.trials.is_empty());
+        let e = RunRecord::open(&run.path).unwrap_err().to_string();
         assert!(
-            back.warnings[0].contains("\"../../etc\" is not a folder inside"),
-            "{:?}",
-            back.warnings
+            e.contains(
+                "run.json: trial \"trials/01-default-r1\" leads to /etc, outside the run directory"
+            ),
+            "{e}"
         );
+        run.info.trials[0].dir = "../../etc".into();
+        run.save().unwrap();
+        let e = RunRecord::open(&run.path).unwrap_err().to_string();
+        assert!(
+            e.contains("trial \"../../etc\" is not a folder inside"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// A process that was running and is gone, as `kill -9` leaves the writer of a run.
+    fn dead_writer() -> Writer {
+        let mut child = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        let writer = Writer::of(child.id());
+        child.kill().unwrap();
+        child.wait().unwrap();
+        writer
+    }
+
+    #[test]
+    fn a_running_run_whose_process_is_gone_reads_as_interrupted() {
+        let root = temp("killed");
+        let mut run = RunDir::create(&root, info("bench")).unwrap();
+        let mut trial = run.add_trial("default", "default", 1).unwrap();
+        trial.info.status = TrialStatus::Measuring;
+        trial.save().unwrap();
+        // This process writes it and lives: still running.
+        let back = RunRecord::open(&run.path).unwrap();
+        assert_eq!(back.info.status, RunStatus::Running);
+        assert!(back.warnings.is_empty(), "{:?}", back.warnings);
+
+        let writer = dead_writer();
+        assert_eq!(writer.liveness(), Liveness::Gone);
+        run.info.writer = Some(writer.clone());
+        run.save().unwrap();
+        let back = RunRecord::open(&run.path).unwrap();
+        let why = format!(
+            "the run's process {} is gone; it was killed or crashed",
+            writer.pid
+        );
+        assert_eq!(back.info.status, RunStatus::Interrupted);
+        assert_eq!(back.info.error.as_deref(), Some(why.as_str()));
+        assert!(back.warnings[0].contains(&why), "{:?}", back.warnings);
+        let t = &back.trials[0];
+        assert_eq!(t.info.as_ref().unwrap().status, TrialStatus::Interrupted);
+        assert_eq!(t.notes, ["measuring when the run's process died"]);
+
+        // Records from before the writer was kept, and other machines' runs, are left as they say.
+        for other in [
+            None,
+            Some(Writer {
+                host: Some("elsewhere".into()),
+                ..writer
+            }),
+        ] {
+            run.info.writer = other;
+            run.save().unwrap();
+            let back = RunRecord::open(&run.path).unwrap();
+            assert_eq!(back.info.status, RunStatus::Running);
+        }
         std::fs::remove_dir_all(&root).unwrap();
     }
 

@@ -273,6 +273,9 @@ pub struct RunInfo {
     pub pinning: Option<Pinning>,
     pub system: SystemInfo,
     pub trials: Vec<TrialRef>,
+    /// The process writing the run (records before it have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writer: Option<Writer>,
 }
 
 impl RunInfo {
@@ -302,6 +305,7 @@ impl RunInfo {
                 ..SystemInfo::default()
             },
             trials: Vec::new(),
+            writer: Some(Writer::current()),
         }
     }
 
@@ -315,6 +319,90 @@ impl RunInfo {
         let p = &self.policies;
         p.len() >= 2 && p.iter().all(|x| x.spec == p[0].spec)
     }
+}
+
+/// The process that writes a run, so that a reader can tell a run still going from one whose
+/// process was killed (`kill -9`, a crash, a reboot) before it could record how it ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Writer {
+    pub pid: u32,
+    /// The machine's name: elsewhere the pid means nothing.
+    #[serde(default)]
+    pub host: Option<String>,
+    /// The kernel's boot id: after a reboot the process is gone, whatever now has its pid.
+    #[serde(default)]
+    pub boot_id: Option<String>,
+    /// When it started, in clock ticks after boot: a later process that got the pid differs.
+    #[serde(default)]
+    pub start_ticks: Option<u64>,
+}
+
+/// Whether a run's writer still runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Liveness {
+    Alive,
+    Gone,
+    /// Another machine's run, or no `/proc` to look in.
+    Unknown,
+}
+
+impl Writer {
+    /// This process.
+    pub fn current() -> Writer {
+        Writer::of(std::process::id())
+    }
+
+    /// Process `pid` of this machine, as `/proc` describes it now.
+    pub fn of(pid: u32) -> Writer {
+        let (host, boot_id) = machine();
+        Writer {
+            pid,
+            host,
+            boot_id,
+            start_ticks: proc_stat(pid).map(|(_, ticks)| ticks),
+        }
+    }
+
+    /// Looks the process up on this machine (Linux's `/proc`).
+    pub fn liveness(&self) -> Liveness {
+        let (host, boot_id) = machine();
+        if self.host != host || self.boot_id.is_none() || boot_id.is_none() {
+            return Liveness::Unknown;
+        }
+        if self.boot_id != boot_id {
+            return Liveness::Gone;
+        }
+        match proc_stat(self.pid) {
+            // A zombie has died; only its parent has not collected it yet.
+            Some((state, ticks))
+                if !matches!(state, 'Z' | 'X') && Some(ticks) == self.start_ticks =>
+            {
+                Liveness::Alive
+            }
+            _ => Liveness::Gone,
+        }
+    }
+}
+
+/// This machine's host name and boot id.
+fn machine() -> (Option<String>, Option<String>) {
+    let read = |path: &str| {
+        let text = std::fs::read_to_string(path).ok()?;
+        Some(text.trim().to_string()).filter(|t| !t.is_empty())
+    };
+    (
+        read("/proc/sys/kernel/hostname"),
+        read("/proc/sys/kernel/random/boot_id"),
+    )
+}
+
+/// `/proc/PID/stat`'s state and start time (fields 3 and 22).
+fn proc_stat(pid: u32) -> Option<(char, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: count after its last `)`.
+    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    Some((state, fields.nth(18)?.parse().ok()?))
 }
 
 /// `trial.json`.

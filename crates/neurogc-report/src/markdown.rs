@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use neurogc_load::Shape;
 use neurogc_model::ModelMeta;
-use neurogc_record::{AppInfo, LoadInfo, RateSource, RunKind, RunStatus};
+use neurogc_record::{AppInfo, Liveness, LoadInfo, RateSource, RunKind, RunStatus};
 
 use crate::aggregate::{bootstrap, Analysis, PolicyStats, AA_P99_BOUND};
 use crate::charts::Charts;
@@ -62,12 +62,18 @@ fn flags(md: &mut String, run: &RunData, a: &Analysis) {
     let mut out = Vec::new();
     match run.info.status {
         RunStatus::Complete => {}
-        RunStatus::Running => out.push(
-            "the run is **still running** (or died without recording its end): this report shows what was measured so far".to_string(),
-        ),
-        RunStatus::Interrupted => out.push(
-            "the run was **interrupted**: this report shows what was measured before".to_string(),
-        ),
+        RunStatus::Running => out.push(match run.info.writer.as_ref().filter(|w| w.liveness() == Liveness::Alive) {
+            Some(w) => format!("the run is **still running** (its process {} is alive): this report shows what was measured so far", w.pid),
+            None => "the run is **still running** (or died without recording its end): this report shows what was measured so far".to_string(),
+        }),
+        RunStatus::Interrupted => out.push(format!(
+            "the run was **interrupted**{}: this report shows what was measured before",
+            run.info
+                .error
+                .as_deref()
+                .map(|e| format!(" ({})", cell_text(e)))
+                .unwrap_or_default()
+        )),
         other @ RunStatus::Failed => out.push(format!(
             "the run ended with status **{other}**{}: this report shows what was measured",
             run.info
@@ -92,6 +98,7 @@ fn flags(md: &mut String, run: &RunData, a: &Analysis) {
                 t.status_text(),
                 match t.usable {
                     Usable::Partial => "measured in part",
+                    _ if t.damaged => "left out",
                     _ => "nothing measured",
                 },
                 if t.notes.is_empty() {

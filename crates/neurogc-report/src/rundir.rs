@@ -2,10 +2,13 @@
 //! measurements, read by the crates that own their formats (samples and GC events by
 //! `neurogc-core`, the load generator's output by `neurogc-load`).
 //!
-//! What is missing is recorded as a note on the trial and the report goes on; what is
-//! malformed is an error naming the file and line. The one exception is the last line of an
-//! append-only file (CSV, JSON lines, interval log) that has no line end: the writer died in
-//! the middle of it, so it is skipped with a warning.
+//! What is missing is recorded as a note on the trial and the report goes on. A trial file that
+//! is malformed (empty, a torn row in the middle, a value that is not a finite number) makes
+//! the trial damaged: it is left out with the reason, naming the file and line, and the report
+//! goes on with the others. The last line of an append-only file (CSV, JSON lines, interval
+//! log) that has no line end is not damage: the writer died in the middle of it, so it is
+//! skipped with a warning. Only a bad `run.json` (or `trial.json`, `rate-search.json`) is an
+//! error for the whole run.
 
 use std::path::{Path, PathBuf};
 
@@ -74,6 +77,8 @@ pub struct TrialData {
     pub latency_seconds: Vec<(f64, Counts)>,
     /// What is missing or odd about this trial, for the report.
     pub notes: Vec<String>,
+    /// Why the trial is left out: a file of it is malformed (`file:line: what`).
+    pub damaged: Option<String>,
 }
 
 impl TrialData {
@@ -104,8 +109,8 @@ pub struct RunData {
 }
 
 impl RunData {
-    /// Reads `dir`. Errors: no or malformed `run.json`, malformed trial files (naming file and
-    /// line). Missing trial files are notes.
+    /// Reads `dir`. Errors: what [`RunRecord::open`] refuses. Missing trial files are notes,
+    /// malformed ones make their trial damaged (and a warning).
     pub fn load(dir: &Path) -> Result<RunData> {
         let record = RunRecord::open(dir)?;
         let mut warnings = record.warnings;
@@ -113,7 +118,7 @@ impl RunData {
             .trials
             .into_iter()
             .map(|t| load_trial(t, &mut warnings))
-            .collect::<Result<Vec<_>>>()?;
+            .collect();
         Ok(RunData {
             dir: record.dir,
             info: record.info,
@@ -134,8 +139,25 @@ impl RunData {
     }
 }
 
-fn load_trial(entry: TrialEntry, warnings: &mut Vec<String>) -> Result<TrialData> {
-    let mut t = TrialData {
+/// Reads a trial's files; the first malformed one makes it damaged.
+fn load_trial(entry: TrialEntry, warnings: &mut Vec<String>) -> TrialData {
+    let mut t = blank(&entry);
+    if let Err(e) = read_trial(&entry, &mut t, warnings) {
+        let reason = format!("{e:#}");
+        warnings.push(format!(
+            "trial {} is damaged and left out: {reason}",
+            entry.name()
+        ));
+        t = TrialData {
+            damaged: Some(reason),
+            ..blank(&entry)
+        };
+    }
+    t
+}
+
+fn blank(entry: &TrialEntry) -> TrialData {
+    TrialData {
         dir: entry.dir.clone(),
         info: entry.info.clone(),
         samples: None,
@@ -147,29 +169,43 @@ fn load_trial(entry: TrialEntry, warnings: &mut Vec<String>) -> Result<TrialData
         latency_seconds: Vec::new(),
         notes: entry.notes.clone(),
         reference: entry.reference.clone(),
-    };
-    if !t.dir.is_dir() {
-        return Ok(t);
+        damaged: None,
     }
-    let path = entry.file(files::SAMPLES);
-    if path.exists() {
-        let (samples, w) = read_samples(&path, &entry.shown(files::SAMPLES))?;
+}
+
+/// `name` of the trial when it exists. A 0-byte file is damage (said as such, not as a
+/// missing header): every writer puts something in a file it creates.
+fn present(entry: &TrialEntry, name: &str) -> Result<Option<(PathBuf, String)>> {
+    let (path, shown) = (entry.file(name), entry.shown(name));
+    match std::fs::metadata(&path) {
+        Err(_) => Ok(None),
+        Ok(m) if m.is_file() && m.len() == 0 => Err(anyhow!(
+            "{shown}: empty (0 bytes: its writer was stopped before the first line)"
+        )),
+        Ok(_) => Ok(Some((path, shown))),
+    }
+}
+
+fn read_trial(entry: &TrialEntry, t: &mut TrialData, warnings: &mut Vec<String>) -> Result<()> {
+    if !t.dir.is_dir() {
+        return Ok(());
+    }
+    if let Some((path, shown)) = present(entry, files::SAMPLES)? {
+        let (samples, w) = read_samples(&path, &shown)?;
         warnings.extend(w);
         t.samples = Some(samples);
     } else {
         t.notes.push(format!("no {}", files::SAMPLES));
     }
 
-    let path = entry.file(files::GC_EVENTS);
-    if path.exists() {
-        let (events, w) = read_events(&path, &entry.shown(files::GC_EVENTS))?;
+    if let Some((path, shown)) = present(entry, files::GC_EVENTS)? {
+        let (events, w) = read_events(&path, &shown)?;
         warnings.extend(w);
         t.gc_events = Some(events);
     }
 
-    let path = entry.file(files::LOAD);
-    if path.exists() {
-        let out = neurogc_load::read_json_lines(&path, &entry.shown(files::LOAD))?;
+    if let Some((path, shown)) = present(entry, files::LOAD)? {
+        let out = neurogc_load::read_json_lines(&path, &shown)?;
         warnings.extend(out.warnings);
         // Each trial's file holds its own host's rows; older runs kept every host's.
         let host = t
@@ -205,14 +241,13 @@ fn load_trial(entry: TrialEntry, warnings: &mut Vec<String>) -> Result<TrialData
         t.load_summary = t.info.as_ref().and_then(|i| i.load_summary.clone());
     }
 
-    let path = entry.file(files::LATENCY);
-    if path.exists() {
-        let log = read_hlog(&path, &entry.shown(files::LATENCY))?;
+    if let Some((path, shown)) = present(entry, files::LATENCY)? {
+        let log = read_hlog(&path, &shown)?;
         warnings.extend(log.warnings);
         t.latency = Some(log.merged);
         t.latency_seconds = log.intervals;
     }
-    Ok(t)
+    Ok(())
 }
 
 /// The text of an append-only file, minus a last line without a line end (reported).

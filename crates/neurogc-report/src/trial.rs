@@ -39,11 +39,16 @@ pub struct TrialMetrics {
     pub latency: Option<Counts>,
     /// What is missing or odd, for the report.
     pub notes: Vec<String>,
+    /// A file of the trial is malformed: left out (the reason is the note).
+    pub damaged: bool,
 }
 
 impl TrialMetrics {
-    /// The status in words: `trial.json`'s, or `missing` without one.
+    /// The status in words: `damaged`, else `trial.json`'s, or `missing` without one.
     pub fn status_text(&self) -> &'static str {
+        if self.damaged {
+            return "damaged";
+        }
         self.status.map_or("missing", TrialStatus::as_str)
     }
 
@@ -73,7 +78,12 @@ pub fn compute(t: &TrialData, interval_s: Option<f64>) -> TrialMetrics {
         requests: None,
         latency: None,
         notes: t.notes.clone(),
+        damaged: t.damaged.is_some(),
     };
+    if let Some(reason) = &t.damaged {
+        m.notes = vec![reason.clone()];
+        return m;
+    }
     if let Some(e) = t.info.as_ref().and_then(|i| i.error.as_deref()) {
         m.notes.push(format!("error: {e}"));
     }

@@ -246,27 +246,131 @@ fn truncated_last_lines_are_warnings_not_errors() {
     assert_eq!(w.analysis.baseline().used.len(), 2);
 }
 
-#[test]
-fn malformed_lines_are_errors_naming_file_and_line() {
-    let _cleanup = Cleanup;
-    let dir = run_copy("malformed-line");
-    let path = dir.join("trials/03-default-r2/samples.csv");
-    let text = std::fs::read_to_string(&path).unwrap();
-    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
-    lines[3] = lines[3].replacen(',', ",oops,", 1);
-    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-    let e = format!("{:#}", write_report_with(&dir, None, None).unwrap_err());
-    assert!(
-        e.contains("trials/03-default-r2/samples.csv:4: 47 fields where the header has 46"),
-        "{e}"
-    );
+/// The report of `dir`; the row of `trial` in its Trials table.
+fn trial_row(md: &str, trial: &str) -> String {
+    table_rows(md, "## Trials")
+        .into_iter()
+        .find(|r| r.contains(&format!("`{trial}`")))
+        .unwrap_or_else(|| panic!("no row for {trial} in\n{md}"))
+        .to_string()
+}
 
-    let dir = run_copy("malformed-jsonl");
-    let path = dir.join("trials/02-threshold_5000_20_20-r1/load.jsonl");
-    let text = std::fs::read_to_string(&path).unwrap();
-    std::fs::write(&path, format!("{{broken\n{text}")).unwrap();
-    let e = format!("{:#}", write_report_with(&dir, None, None).unwrap_err());
-    assert!(e.contains("load.jsonl:1: malformed JSON"), "{e}");
+/// What a test does to a file's text.
+type Damage = dyn Fn(&str) -> String;
+
+#[test]
+fn a_damaged_trial_is_left_out_and_the_report_goes_on() {
+    let _cleanup = Cleanup;
+    // A torn row in the middle, a value that is not a finite number, a 0-byte file, a broken
+    // JSON line: each damages its trial only, named with its file and line.
+    let torn = |text: &str| {
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        lines[3] = lines[3].replacen(',', ",oops,", 1);
+        lines.join("\n") + "\n"
+    };
+    let nan = |text: &str| {
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        let mut cells: Vec<&str> = lines[4].split(',').collect();
+        cells[1] = "nan";
+        lines[4] = cells.join(",");
+        lines.join("\n") + "\n"
+    };
+    // (trial, file, what is done to it, the reason the report gives)
+    let cases: [(&str, &str, &Damage, &str); 4] = [
+        (
+            "03-default-r2",
+            "samples.csv",
+            &torn,
+            "trials/03-default-r2/samples.csv:4: 47 fields where the header has 46",
+        ),
+        (
+            "03-default-r2",
+            "samples.csv",
+            &nan,
+            "trials/03-default-r2/samples.csv:5: column \"cpu\": \"nan\" is not a finite number",
+        ),
+        (
+            "03-default-r2",
+            "samples.csv",
+            &|_| String::new(),
+            "trials/03-default-r2/samples.csv: empty (0 bytes",
+        ),
+        (
+            "02-threshold_5000_20_20-r1",
+            "load.jsonl",
+            &|text| format!("{{broken\n{text}"),
+            "trials/02-threshold_5000_20_20-r1/load.jsonl:1: malformed JSON",
+        ),
+    ];
+    for (trial, file, damage, reason) in cases {
+        let dir = run_copy("damaged");
+        let path = dir.join("trials").join(trial).join(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, damage(&text)).unwrap();
+        let w = write_report_with(&dir, None, None).unwrap();
+        assert!(
+            w.warnings.iter().any(|x| x
+                .starts_with(&format!("trial {trial} is damaged and left out: {reason}"))),
+            "{reason}: {:?}",
+            w.warnings
+        );
+        let md = std::fs::read_to_string(&w.readme).unwrap();
+        assert!(
+            md.contains(&format!("trial `{trial}` is damaged (left out): {reason}")),
+            "{md}"
+        );
+        assert_eq!(cells(&trial_row(&md, trial))[3], "damaged");
+        // The other three trials count as before.
+        let used: usize = w.analysis.policies.iter().map(|p| p.used.len()).sum();
+        assert_eq!(used, 3, "{reason}");
+    }
+}
+
+#[test]
+fn a_run_whose_process_was_killed_reads_as_interrupted() {
+    let _cleanup = Cleanup;
+    let dir = run_copy("killed");
+    // `kill -9` mid-run: run.json still says running, the last trial measuring.
+    let mut child = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    let writer = neurogc_record::Writer::of(child.id());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    edit_json(&dir.join("run.json"), |v| {
+        v["status"] = "running".into();
+        v["finished"] = Value::Null;
+        v["writer"] = serde_json::to_value(&writer).unwrap();
+    });
+    let t4 = dir.join("trials/04-threshold_5000_20_20-r2");
+    edit_json(&t4.join("trial.json"), |v| {
+        v["status"] = "measuring".into();
+        v["measure_end"] = Value::Null;
+    });
+    let w = write_report_with(&dir, None, None).unwrap();
+    let md = std::fs::read_to_string(&w.readme).unwrap();
+    let why = format!(
+        "the run's process {} is gone; it was killed or crashed",
+        writer.pid
+    );
+    assert!(md.contains("status **interrupted**"), "{md}");
+    assert!(
+        md.contains(&format!("the run was **interrupted** ({why})")),
+        "{md}"
+    );
+    assert!(!md.contains("still running"), "{md}");
+    let row = trial_row(&md, "04-threshold_5000_20_20-r2");
+    assert_eq!(cells(&row)[3], "interrupted", "{row}");
+    assert!(
+        row.contains("measuring when the run's process died"),
+        "{row}"
+    );
+    assert!(
+        w.warnings.iter().any(|x| x.contains(&why)),
+        "{:?}",
+        w.warnings
+    );
 }
 
 #[test]
@@ -295,6 +399,19 @@ fn malformed_run_json_is_a_clear_error() {
         write_report_with(Path::new("/nonexistent/run"), None, None).unwrap_err()
     );
     assert!(e.contains("/nonexistent/run: not a run directory"), "{e}");
+
+    // A trial folder that is a symlink out of the run is refused, not followed.
+    let dir = run_copy("trial-symlink-out");
+    let t2 = dir.join("trials/02-threshold_5000_20_20-r1");
+    std::fs::remove_dir_all(&t2).unwrap();
+    std::os::unix::fs::symlink("/etc", &t2).unwrap();
+    let e = format!("{:#}", write_report_with(&dir, None, None).unwrap_err());
+    assert!(
+        e.contains(
+            "trial \"trials/02-threshold_5000_20_20-r1\" leads to /etc, outside the run directory"
+        ),
+        "{e}"
+    );
 
     let dir = run_copy("bad-trial-json");
     std::fs::write(
