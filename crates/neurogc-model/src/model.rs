@@ -180,76 +180,31 @@ pub struct Model {
 }
 
 impl Model {
-    /// Loads `dir/model.json` and `dir/model.safetensors`.
+    /// Loads `dir/model.json` and `dir/model.safetensors`; an error names the file that is wrong.
     pub fn load(dir: &Path) -> Result<Model, ModelError> {
         let meta_path = dir.join(META_FILE);
         let weights_path = dir.join(WEIGHTS_FILE);
         if !dir.is_dir() {
             return Err(ModelError::at(dir, "model directory not found"));
         }
-        let text = std::fs::read_to_string(&meta_path)
+        let text = String::from_utf8(read_regular(&meta_path)?)
             .map_err(|e| ModelError::at(&meta_path, format!("cannot read: {e}")))?;
         let meta: ModelMeta = serde_json::from_str(&text).map_err(|e| {
             ModelError::at(&meta_path, format!("not a valid model description: {e}"))
         })?;
-        let bytes = std::fs::read(&weights_path)
-            .map_err(|e| ModelError::at(&weights_path, format!("cannot read: {e}")))?;
+        check_meta(&meta).map_err(|e| ModelError::at(&meta_path, e.message))?;
+        let bytes = read_regular(&weights_path)?;
         let tensors =
             TensorMap::from_safetensors(&bytes).map_err(|e| ModelError::at(&weights_path, e))?;
-        Model::from_parts(meta, &tensors).map_err(|e| ModelError::at(&weights_path, e.message))
+        let net =
+            load_net(&meta, &tensors).map_err(|e| ModelError::at(&weights_path, e.message))?;
+        Ok(Model { meta, net })
     }
 
     /// Builds a model from its description and weights (used by the trainer and the importer).
     pub fn from_parts(meta: ModelMeta, t: &TensorMap) -> Result<Model, ModelError> {
-        if meta.format != FORMAT {
-            return Err(ModelError::meta(format!(
-                "format {:?} is not {FORMAT:?}",
-                meta.format
-            )));
-        }
-        if meta.features != FEATURES {
-            return Err(ModelError::meta(format!(
-                "features {:?} differ from {FEATURES:?}",
-                meta.features
-            )));
-        }
-        let n = &meta.normalization;
-        if n.mean.len() != N_FEATURES
-            || n.std.len() != N_FEATURES
-            || n.mean.iter().chain(&n.std).any(|v| !v.is_finite())
-        {
-            return Err(ModelError::meta(
-                "normalization must hold 10 finite means and stds".into(),
-            ));
-        }
-        if meta.window == 0 || meta.window > 10_000 {
-            return Err(ModelError::meta(format!(
-                "window {} is out of range",
-                meta.window
-            )));
-        }
-        if !meta.threshold.is_finite() {
-            return Err(ModelError::meta("threshold is not finite".into()));
-        }
-        let w = meta.window;
-        let net = match &meta.architecture {
-            Architecture::Lstm { hidden, layers, .. } => {
-                Net::Lstm(Lstm::load(t, N_FEATURES, *hidden, *layers)?)
-            }
-            Architecture::Transformer {
-                d_model,
-                heads,
-                layers,
-                ff_dim,
-                ..
-            } => Net::Transformer(Transformer::load(
-                t, N_FEATURES, w, *d_model, *heads, *layers, *ff_dim,
-            )?),
-            Architecture::Feedforward { hidden, .. } => {
-                Net::Feedforward(Feedforward::load(t, w * N_FEATURES, hidden)?)
-            }
-            Architecture::Forest { .. } => Net::Forest(Forest::load(t, forest_input_len(w))?),
-        };
+        check_meta(&meta)?;
+        let net = load_net(&meta, t)?;
         Ok(Model { meta, net })
     }
 
@@ -298,6 +253,82 @@ impl Model {
         }
     }
 }
+
+/// What `model.json` must hold, whatever the weights.
+fn check_meta(meta: &ModelMeta) -> Result<(), ModelError> {
+    if meta.format != FORMAT {
+        return Err(ModelError::meta(format!(
+            "format {:?} is not {FORMAT:?}",
+            meta.format
+        )));
+    }
+    if meta.features != FEATURES {
+        return Err(ModelError::meta(format!(
+            "features {:?} differ from {FEATURES:?}",
+            meta.features
+        )));
+    }
+    let n = &meta.normalization;
+    if n.mean.len() != N_FEATURES
+        || n.std.len() != N_FEATURES
+        || n.mean.iter().chain(&n.std).any(|v| !v.is_finite())
+    {
+        return Err(ModelError::meta(
+            "normalization must hold 10 finite means and stds".into(),
+        ));
+    }
+    if meta.window == 0 || meta.window > MAX_WINDOW {
+        return Err(ModelError::meta(format!(
+            "window {} is out of range",
+            meta.window
+        )));
+    }
+    if !meta.threshold.is_finite() {
+        return Err(ModelError::meta("threshold is not finite".into()));
+    }
+    Ok(())
+}
+
+/// The network `meta` describes, from its weights.
+fn load_net(meta: &ModelMeta, t: &TensorMap) -> Result<Net, ModelError> {
+    let w = meta.window;
+    Ok(match &meta.architecture {
+        Architecture::Lstm { hidden, layers, .. } => {
+            Net::Lstm(Lstm::load(t, N_FEATURES, *hidden, *layers)?)
+        }
+        Architecture::Transformer {
+            d_model,
+            heads,
+            layers,
+            ff_dim,
+            ..
+        } => Net::Transformer(Transformer::load(
+            t, N_FEATURES, w, *d_model, *heads, *layers, *ff_dim,
+        )?),
+        Architecture::Feedforward { hidden, .. } => {
+            Net::Feedforward(Feedforward::load(t, w * N_FEATURES, hidden)?)
+        }
+        Architecture::Forest { .. } => Net::Forest(Forest::load(t, forest_input_len(w))?),
+    })
+}
+
+/// Reads a file that must be a regular one: opening a FIFO would block the agent forever.
+fn read_regular(path: &Path) -> Result<Vec<u8>, ModelError> {
+    let err = |e: std::io::Error| ModelError::at(path, format!("cannot read: {e}"));
+    let kind = std::fs::metadata(path).map_err(err)?.file_type();
+    if !kind.is_file() {
+        let what = if kind.is_dir() {
+            "a directory"
+        } else {
+            "a FIFO, socket or device"
+        };
+        return Err(ModelError::at(path, format!("not a regular file ({what})")));
+    }
+    std::fs::read(path).map_err(err)
+}
+
+/// The longest window a model may have.
+pub const MAX_WINDOW: usize = 10_000;
 
 /// Length of the forest's input vector for a window of `w` samples.
 pub fn forest_input_len(w: usize) -> usize {
