@@ -243,6 +243,24 @@ mod tests {
                 &format!("{HEADER}1,2,3\n1,2,3,4,5,6,7,8,9,10,True\n"),
                 "x.csv:2: 3 fields where the header has 11",
             ),
+            // Extra fields would shift the cells under the wrong names; a last line without a
+            // line end is no excuse (a writer stopped mid-line leaves fewer fields, not more).
+            (
+                &format!("{HEADER}1,2,3,4,5,6,7,8,9,10,True,9\n"),
+                "x.csv:2: 12 fields where the header has 11",
+            ),
+            (
+                &format!("{HEADER}1,2,3,4,5,6,7,8,9,10,True\n1,2,3,4,5,6,7,8,9,10,True,9"),
+                "x.csv:3: 12 fields where the header has 11",
+            ),
+            (
+                &format!(
+                    "{}{}",
+                    HEADER.replace('\n', ",cpu\n"),
+                    "1,2,3,4,5,6,7,8,9,10,True,2\n"
+                ),
+                "x.csv:1: column \"cpu\" appears twice (columns 2 and 12)",
+            ),
         ];
         for (text, expected) in cases {
             let err = parse(text).unwrap_err();

@@ -8,10 +8,12 @@
 //!   `true`/`false` or `1`/`0` ([`parse_bool`]);
 //! - numbers are finite; `nan` or `inf` in a numeric column is a malformed cell;
 //! - text columns (the policy's name, action and reason, the server) stay text;
-//! - a last line without a line end that is not a whole row is what a writer killed mid-line
-//!   leaves: it is skipped with a warning. Anything else malformed is an error naming the file,
-//!   the line (as an editor counts them, the header is line 1) and the column, unless the caller
-//!   asked to skip bad rows ([`BadRows::Skip`]), in which case it becomes a warning.
+//! - a header names each column once;
+//! - a last line without a line end that is not a whole row (and not longer than one) is what a
+//!   writer killed mid-line leaves: it is skipped with a warning. Anything else malformed is an
+//!   error naming the file, the line (as an editor counts them, the header is line 1) and the
+//!   column, unless the caller asked to skip bad rows ([`BadRows::Skip`]), in which case it
+//!   becomes a warning.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -177,12 +179,17 @@ impl Header {
         kinds: Kinds,
     ) -> Result<Header, String> {
         let columns: Vec<String> = names.into_iter().map(|c| c.trim().to_string()).collect();
-        let index: HashMap<String, usize> = columns
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (c.clone(), i))
-            .rev()
-            .collect();
+        let mut index = HashMap::with_capacity(columns.len());
+        for (i, c) in columns.iter().enumerate() {
+            // Which of two same-named columns a reader means is a guess: refuse it.
+            if let Some(first) = index.insert(c.clone(), i) {
+                return Err(format!(
+                    "column {c:?} appears twice (columns {} and {})",
+                    first + 1,
+                    i + 1
+                ));
+            }
+        }
         if !index.contains_key(TIME) && !index.contains_key(TIME_ALIAS) {
             return Err(format!(
                 "no `{TIME}` or `{TIME_ALIAS}` column; not a sample CSV (header: {})",
@@ -395,9 +402,12 @@ fn stream(
         let mut records = reader.records().peekable();
         while let Some(record) = records.next() {
             let is_last = records.peek().is_none();
+            // A writer stopped mid-line leaves fewer fields, never more.
+            let mut too_long = false;
             let parsed = match record {
                 Ok(r) => {
                     let line = r.position().map_or(0, |p| p.line());
+                    too_long = r.len() > header.columns.len();
                     header.row(line, &r).map_err(|e| (line, e))
                 }
                 Err(e) => Err((e.position().map_or(0, |p| p.line()), e.to_string())),
@@ -407,7 +417,7 @@ fn stream(
                     let line = row.line;
                     each(&header, row).map_err(|e| error(line, e))?;
                 }
-                Err((line, e)) if is_last && !complete() => warnings.push(format!(
+                Err((line, e)) if is_last && !too_long && !complete() => warnings.push(format!(
                     "{shown}:{line}: incomplete last line (no line end: the writer stopped mid-line; {e}); skipped"
                 )),
                 Err((line, e)) if bad_rows == BadRows::Skip => {
@@ -525,6 +535,19 @@ mod tests {
                 "x.csv:3: 1 fields where the header has 2",
             ),
             ("time,cpu\n,5\n", "x.csv:2: empty time"),
+            // More fields than the header: the cells would shift under the wrong names.
+            (
+                "time,cpu\n1.0,5\n2.0,6,7\n3.0,7\n",
+                "x.csv:3: 3 fields where the header has 2",
+            ),
+            (
+                "time,cpu\n1.0,5\n2.0,6,7",
+                "x.csv:3: 3 fields where the header has 2",
+            ),
+            (
+                "time,cpu,mem,cpu\n1.0,5,6,7\n",
+                "x.csv:1: column \"cpu\" appears twice (columns 2 and 4)",
+            ),
         ];
         for (text, expected) in cases {
             let e = parse(text).unwrap_err();
