@@ -110,46 +110,27 @@ impl TrainArgs {
 }
 
 /// Trains and saves the model `args` describes; warnings about the data go to stderr.
+/// Every flag is checked before any data is read.
 pub fn train_model(args: &TrainArgs) -> Result<train::TrainReport> {
     let labeller = windows::labeller(&args.target).map_err(anyhow::Error::msg)?;
-    if !(0.0..1.0).contains(&args.val_fraction) {
-        bail!(
-            "--val-fraction must be in [0, 1), got {}",
-            args.val_fraction
-        );
-    }
-    if !(0.0..1.0).contains(&args.dropout) {
-        bail!("--dropout must be in [0, 1), got {}", args.dropout);
-    }
     let window = args.window.unwrap_or(match args.model {
         Kind::Lstm | Kind::Transformer => 10,
         Kind::Feedforward | Kind::Forest => 20,
     });
-    if window == 0 {
-        bail!("--window must be at least 1");
-    }
+    train::check_window(window)?;
     let architecture = match args.model {
         Kind::Lstm => Architecture::Lstm {
             hidden: args.hidden.unwrap_or(64),
             layers: args.layers,
             dropout: args.dropout,
         },
-        Kind::Transformer => {
-            let d = args.hidden.unwrap_or(64);
-            if args.heads == 0 || !d.is_multiple_of(args.heads) {
-                bail!(
-                    "--hidden (d_model) {d} must be divisible by --heads {}",
-                    args.heads
-                );
-            }
-            Architecture::Transformer {
-                d_model: d,
-                heads: args.heads,
-                layers: args.layers,
-                ff_dim: args.ff_dim,
-                dropout: args.dropout,
-            }
-        }
+        Kind::Transformer => Architecture::Transformer {
+            d_model: args.hidden.unwrap_or(64),
+            heads: args.heads,
+            layers: args.layers,
+            ff_dim: args.ff_dim,
+            dropout: args.dropout,
+        },
         Kind::Feedforward => Architecture::Feedforward {
             hidden: args.ff_hidden.clone(),
             dropout: args.dropout,
@@ -157,17 +138,12 @@ pub fn train_model(args: &TrainArgs) -> Result<train::TrainReport> {
         Kind::Forest => Architecture::Forest {
             trees: args.trees,
             max_depth: args.max_depth,
-            min_samples_leaf: args.min_samples_leaf.max(1),
+            min_samples_leaf: args.min_samples_leaf,
             max_features: args
                 .max_features
                 .unwrap_or((neurogc_model::model::forest_input_len(window) / 3).max(1)),
         },
     };
-    let series = args
-        .data
-        .iter()
-        .map(|p| dataset::load_csv(p))
-        .collect::<Result<Vec<_>, _>>()?;
     let config = train::TrainConfig {
         architecture,
         window,
@@ -180,6 +156,12 @@ pub fn train_model(args: &TrainArgs) -> Result<train::TrainReport> {
         out: args.out.clone(),
         quiet: args.quiet,
     };
+    config.check()?;
+    let series = args
+        .data
+        .iter()
+        .map(|p| dataset::load_csv(p))
+        .collect::<Result<Vec<_>, _>>()?;
     let report = train::train(&series, labeller.as_ref(), &config)?;
     // The data's own warnings (a skipped incomplete last line) come first in the report's.
     for w in &report.warnings {

@@ -10,7 +10,7 @@ use candle_nn::{AdamW, Optimizer, ParamsAdamW, VarMap};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use neurogc_model::forest::forest_inputs;
 use neurogc_model::meta::{DataSource, Metrics, FORMAT};
-use neurogc_model::model::forest_input_len;
+use neurogc_model::model::{forest_input_len, MAX_WINDOW};
 use neurogc_model::{Architecture, Model, ModelMeta, FEATURES, N_FEATURES};
 
 use crate::dataset::Series;
@@ -35,6 +35,105 @@ pub struct TrainConfig {
     pub threshold: f32,
     pub out: PathBuf,
     pub quiet: bool,
+}
+
+/// Limits on the sizes train accepts: beyond them a model is nonsense for a per-interval decision,
+/// and sizes multiply into allocations (the forest also grows its trees recursively).
+pub const MAX_WIDTH: usize = 4096;
+pub const MAX_LAYERS: usize = 32;
+pub const MAX_TREES: usize = 10_000;
+pub const MAX_DEPTH: usize = 64;
+
+/// `flag` must be in `range`.
+fn in_range(flag: &str, v: usize, range: std::ops::RangeInclusive<usize>) -> Result<()> {
+    match (range.contains(&v), *range.end()) {
+        (true, _) => Ok(()),
+        (false, usize::MAX) => bail!("{flag} must be at least {}, got {v}", range.start()),
+        (false, end) => bail!("{flag} must be from {} to {end}, got {v}", range.start()),
+    }
+}
+
+/// `--window` alone: the forest's default `--max-features` is computed from it.
+pub fn check_window(window: usize) -> Result<()> {
+    in_range("--window", window, 1..=MAX_WINDOW)
+}
+
+impl TrainConfig {
+    /// Refuses settings that would panic, fail inside candle or train nonsense, naming the flag
+    /// and the value, before any data is read.
+    pub fn check(&self) -> Result<()> {
+        check_window(self.window)?;
+        in_range("--epochs", self.epochs, 1..=usize::MAX)?;
+        in_range("--batch", self.batch, 1..=usize::MAX)?;
+        if !(self.lr.is_finite() && self.lr > 0.0) {
+            bail!("--lr must be a positive number, got {}", self.lr);
+        }
+        if !(0.0..1.0).contains(&self.val_fraction) {
+            bail!(
+                "--val-fraction must be in [0, 1), got {}",
+                self.val_fraction
+            );
+        }
+        // The models' outputs are in [0, 1]: a threshold outside never or always fires.
+        if !(0.0..=1.0).contains(&self.threshold) {
+            bail!("--threshold must be from 0 to 1, got {}", self.threshold);
+        }
+        let dropout = match &self.architecture {
+            Architecture::Lstm {
+                hidden,
+                layers,
+                dropout,
+            } => {
+                in_range("--hidden", *hidden, 1..=MAX_WIDTH)?;
+                in_range("--layers", *layers, 1..=MAX_LAYERS)?;
+                *dropout
+            }
+            Architecture::Transformer {
+                d_model,
+                heads,
+                layers,
+                ff_dim,
+                dropout,
+            } => {
+                in_range("--hidden", *d_model, 1..=MAX_WIDTH)?;
+                in_range("--layers", *layers, 1..=MAX_LAYERS)?;
+                in_range("--ff-dim", *ff_dim, 1..=MAX_WIDTH)?;
+                if *heads == 0 || !d_model.is_multiple_of(*heads) {
+                    bail!("--hidden (d_model) {d_model} must be divisible by --heads {heads}");
+                }
+                *dropout
+            }
+            Architecture::Feedforward { hidden, dropout } => {
+                if hidden.len() > MAX_LAYERS {
+                    bail!(
+                        "--ff-hidden takes at most {MAX_LAYERS} sizes, got {}",
+                        hidden.len()
+                    );
+                }
+                for &h in hidden {
+                    in_range("--ff-hidden", h, 1..=MAX_WIDTH)?;
+                }
+                *dropout
+            }
+            Architecture::Forest {
+                trees,
+                max_depth,
+                min_samples_leaf,
+                max_features,
+            } => {
+                in_range("--trees", *trees, 1..=MAX_TREES)?;
+                in_range("--max-depth", *max_depth, 1..=MAX_DEPTH)?;
+                in_range("--min-samples-leaf", *min_samples_leaf, 1..=usize::MAX)?;
+                let inputs = forest_input_len(self.window);
+                in_range("--max-features", *max_features, 1..=inputs)?;
+                0.0
+            }
+        };
+        if !(0.0..1.0).contains(&dropout) {
+            bail!("--dropout must be in [0, 1), got {dropout}");
+        }
+        Ok(())
+    }
 }
 
 pub struct TrainReport {
@@ -96,6 +195,7 @@ pub fn train(
     labeller: &dyn Labeller,
     config: &TrainConfig,
 ) -> Result<TrainReport> {
+    config.check()?;
     let started = Instant::now();
     let data = prepare(series, config.window, config.val_fraction, labeller)
         .map_err(anyhow::Error::msg)?;

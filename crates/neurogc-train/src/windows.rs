@@ -1,6 +1,6 @@
 //! From rows to training examples: labelling, time-ordered split, normalisation, windows.
 
-use neurogc_model::{FeatureVector, Normalization, N_FEATURES};
+use neurogc_model::{FeatureVector, Normalization, FEATURES, N_FEATURES};
 
 use crate::dataset::Series;
 
@@ -119,6 +119,24 @@ pub fn prepare(
         };
         &s.rows[..rows_used]
     }));
+    // Values near f32's limits fit the file but not the scaling: refuse them by name here, not
+    // as a model that fails to load after training.
+    let n = &normalization;
+    if let Some(f) = (0..N_FEATURES).find(|&f| !(n.mean[f].is_finite() && n.std[f].is_finite())) {
+        let (s, r) = spans
+            .iter()
+            .flat_map(|(s, _, _)| (0..s.rows.len()).map(move |r| (*s, r)))
+            .reduce(|a, b| {
+                let abs = |(s, r): (&Series, usize)| s.rows[r][f].abs();
+                if abs(b) > abs(a) {
+                    b
+                } else {
+                    a
+                }
+            })
+            .expect("a training row");
+        return Err(unscalable(s, r, f, n));
+    }
     let mut train = Examples {
         window,
         ..Default::default()
@@ -128,15 +146,15 @@ pub fn prepare(
         ..Default::default()
     };
     for (s, n_train, windows) in &spans {
-        let normed: Vec<FeatureVector> = s
-            .rows
-            .iter()
-            .map(|r| {
-                let mut x = *r;
-                normalization.apply(&mut x);
-                x
-            })
-            .collect();
+        let mut normed: Vec<FeatureVector> = Vec::with_capacity(s.rows.len());
+        for (r, row) in s.rows.iter().enumerate() {
+            let mut x = *row;
+            normalization.apply(&mut x);
+            if let Some(f) = x.iter().position(|v| !v.is_finite()) {
+                return Err(unscalable(s, r, f, n));
+            }
+            normed.push(x);
+        }
         let label = |start: usize| labeller.label(&s.rows, start + window - 1);
         if *n_train > 0 {
             train.extend(
@@ -156,6 +174,19 @@ pub fn prepare(
         train,
         val,
     })
+}
+
+fn unscalable(s: &Series, r: usize, f: usize, n: &Normalization) -> String {
+    format!(
+        "{}: row {}: column {:?}: {:?} is too large to scale (the training rows' mean {:?}, \
+         std {:?}): values this far apart overflow f32",
+        s.path.display(),
+        r + 1,
+        FEATURES[f],
+        s.rows[r][f],
+        n.mean[f],
+        n.std[f]
+    )
 }
 
 #[cfg(test)]

@@ -1,0 +1,226 @@
+//! Bad input to `neurogc train` is a clear error naming what is wrong: never a panic, an internal
+//! error from candle, or a model that trains on nonsense or fails to load once saved.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::*;
+use neurogc_train::{train_model, Kind, TrainArgs};
+
+const HEADER: &str =
+    "time,cpu,mem,disk_read,disk_write,net_sent,net_recv,rps,p95,p99,gc_triggered\n";
+
+/// A CSV of 60 rows whose `mem` in row `i` (from 0) is `mem(i)`.
+fn csv(name: &str, mem: impl Fn(usize) -> String) -> PathBuf {
+    let mut text = HEADER.to_string();
+    for i in 0..60 {
+        let row = format!(
+            "{i},{},{},0,0,0,0,{},1,2,{}\n",
+            10 + i % 5,
+            mem(i),
+            i % 3,
+            i % 2
+        );
+        text += &row;
+    }
+    let dir = tmp_dir(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("data.csv");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn args(data: PathBuf, model: Kind) -> TrainArgs {
+    let out = data.with_file_name("model");
+    let mut a = TrainArgs::new(vec![data], out);
+    a.model = model;
+    a.epochs = 1;
+    a.quiet = true;
+    a
+}
+
+#[test]
+fn every_numeric_flag_is_checked_before_any_data_is_read() {
+    use Kind::*;
+    type Case = (Kind, fn(&mut TrainArgs), &'static str);
+    let cases: &[Case] = &[
+        (
+            Lstm,
+            |a| a.layers = 0,
+            "--layers must be from 1 to 32, got 0",
+        ),
+        (
+            Lstm,
+            |a| a.hidden = Some(0),
+            "--hidden must be from 1 to 4096, got 0",
+        ),
+        (
+            Lstm,
+            |a| a.hidden = Some(1 << 40),
+            "--hidden must be from 1",
+        ),
+        (
+            Feedforward,
+            |a| a.ff_hidden = vec![64, 0],
+            "--ff-hidden must be from 1 to 4096, got 0",
+        ),
+        (
+            Lstm,
+            |a| a.lr = -1.0,
+            "--lr must be a positive number, got -1",
+        ),
+        (
+            Lstm,
+            |a| a.lr = 0.0,
+            "--lr must be a positive number, got 0",
+        ),
+        (
+            Lstm,
+            |a| a.lr = f64::NAN,
+            "--lr must be a positive number, got NaN",
+        ),
+        (Lstm, |a| a.epochs = 0, "--epochs must be at least 1, got 0"),
+        (
+            Forest,
+            |a| a.epochs = 0,
+            "--epochs must be at least 1, got 0",
+        ),
+        (Lstm, |a| a.batch = 0, "--batch must be at least 1, got 0"),
+        (
+            Lstm,
+            |a| a.window = Some(0),
+            "--window must be from 1 to 10000, got 0",
+        ),
+        (
+            Lstm,
+            |a| a.window = Some(10_001),
+            "--window must be from 1 to 10000, got 10001",
+        ),
+        (
+            Forest,
+            |a| a.window = Some(usize::MAX),
+            "--window must be from 1 to 10000",
+        ),
+        (
+            Lstm,
+            |a| a.dropout = 1.0,
+            "--dropout must be in [0, 1), got 1",
+        ),
+        (
+            Feedforward,
+            |a| a.dropout = -0.1,
+            "--dropout must be in [0, 1), got -0.1",
+        ),
+        (
+            Lstm,
+            |a| a.val_fraction = 1.0,
+            "--val-fraction must be in [0, 1), got 1",
+        ),
+        (
+            Lstm,
+            |a| a.threshold = 1.5,
+            "--threshold must be from 0 to 1, got 1.5",
+        ),
+        (
+            Lstm,
+            |a| a.threshold = f32::NAN,
+            "--threshold must be from 0 to 1, got NaN",
+        ),
+        (
+            Transformer,
+            |a| a.heads = 0,
+            "must be divisible by --heads 0",
+        ),
+        (
+            Transformer,
+            |a| a.heads = 3,
+            "--hidden (d_model) 64 must be divisible by --heads 3",
+        ),
+        (
+            Transformer,
+            |a| a.layers = 0,
+            "--layers must be from 1 to 32, got 0",
+        ),
+        (
+            Transformer,
+            |a| a.ff_dim = 0,
+            "--ff-dim must be from 1 to 4096, got 0",
+        ),
+        (
+            Forest,
+            |a| a.trees = 0,
+            "--trees must be from 1 to 10000, got 0",
+        ),
+        (
+            Forest,
+            |a| a.max_depth = 0,
+            "--max-depth must be from 1 to 64, got 0",
+        ),
+        (
+            Forest,
+            |a| a.max_depth = 100_000,
+            "--max-depth must be from 1 to 64, got 100000",
+        ),
+        (
+            Forest,
+            |a| a.min_samples_leaf = 0,
+            "--min-samples-leaf must be at least 1, got 0",
+        ),
+        (
+            Forest,
+            |a| a.max_features = Some(0),
+            "--max-features must be from 1 to 250, got 0",
+        ),
+        (
+            Forest,
+            |a| a.max_features = Some(251),
+            "--max-features must be from 1 to 250, got 251",
+        ),
+    ];
+    for (i, (kind, set, expected)) in cases.iter().enumerate() {
+        // No such file: a flag checked after the data is read would fail on the file instead.
+        let dir = tmp_dir(&format!("flag-{i}"));
+        let mut a = args(dir.join("absent.csv"), *kind);
+        set(&mut a);
+        let e = format!("{:#}", train_model(&a).err().expect(expected));
+        assert!(e.contains(expected), "{kind:?} {expected}: got {e}");
+        assert!(!dir.exists(), "{expected}: nothing is written");
+    }
+}
+
+#[test]
+fn values_too_large_to_scale_are_refused_naming_file_row_and_column() {
+    type Mem = fn(usize) -> String;
+    let cases: [(&str, Mem, &str); 2] = [
+        // ±3.4e38 alternating: the column's std overflows f32.
+        (
+            "std",
+            |i| if i % 2 == 0 { "3.4e38" } else { "-3.4e38" }.into(),
+            "data.csv: row 1: column \"mem\": 3.4e38 is too large to scale",
+        ),
+        // A validation row far from the training rows' mean: its z-score overflows.
+        (
+            "z",
+            |i| {
+                if i == 55 {
+                    "3e38"
+                } else if i == 5 {
+                    "-2e38"
+                } else {
+                    "-3e38"
+                }
+                .into()
+            },
+            "data.csv: row 56: column \"mem\": 3e38 is too large to scale",
+        ),
+    ];
+    for (name, mem, expected) in cases {
+        for kind in [Kind::Lstm, Kind::Forest] {
+            let a = args(csv(&format!("huge-{name}-{kind:?}"), mem), kind);
+            let e = format!("{:#}", train_model(&a).err().expect(expected));
+            assert!(e.contains(expected), "{name} {kind:?}: {e}");
+            assert!(!a.out.exists(), "{name} {kind:?}: no model is saved");
+        }
+    }
+}
