@@ -22,7 +22,7 @@ PY_SOURCES := $(shell find python -name '*.py' 2>/dev/null) pyproject.toml
 WHEEL_STAMP := target/wheels/.built
 
 
-.PHONY: setup demo test test-matrix test-slow bench-suite bench-suite-quick test-rust test-python test-python-versions test-web lint fmt bench bench-load bench-dashboard bench-models clean system-packages
+.PHONY: setup demo test test-matrix test-slow bench-suite bench-suite-quick test-rust test-python test-python-versions test-web lint fmt bench bench-load bench-dashboard bench-models bench-soak clean system-packages
 
 setup: system-packages $(NPM_STAMP) $(VENV)/.deps $(VENV)/.neurogc $(VENV)/bin/neurogc
 
@@ -128,6 +128,10 @@ bench-suite: setup
 
 bench-suite-quick: setup
 	QUICK=1 bash bench/suite/run.sh
+
+# The memory guard's budget over 10 minutes on cycle-leak (bench/soak/RESULTS.md, ~11 min).
+bench-soak: setup
+	bash bench/soak/run.sh
 
 # Models vs PyTorch (bench/models/RESULTS.md); installs torch into .venv-bench itself.
 bench-models: setup
