@@ -429,6 +429,32 @@ def test_kill_9_leaves_no_process_behind(tmp_path):
     wait_for(lambda: not no_process_mentions(str(token)), 10, "the service to die with collect")
 
 
+def test_cmd_service_gets_the_agent_and_its_samples_are_recorded(tmp_path):
+    """`--cmd` runs the user's own command (here Python's http.server, which knows nothing of
+    NeuroGC) with the agent injected as `neurogc run` does: the trial records its samples and
+    collections, from the service's process, under the policy asked for."""
+    served = tmp_path / "served"
+    served.mkdir()
+    tasks = tmp_path / "tasks.toml"
+    tasks.write_text('[[task]]\npath = "/"\n')
+    out = neurogc(
+        "collect", "--cmd", f"{sys.executable} -m http.server {{port}} --directory {served}",
+        "--policy", "threshold:500", "--tasks", str(tasks), "--rate", "20", "--duration", "3s",
+        "--warmup", "0s", "--runs-dir", str(tmp_path / "runs"), "--no-dashboard", timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    trial = next((only_run(tmp_path / "runs") / "trials").iterdir())
+    info = json.loads((trial / "trial.json").read_text())
+    header = (trial / "samples.csv").read_text().splitlines()[0].split(",")
+    rows = csv_rows(trial / "samples.csv")
+    assert len(rows) >= 2, rows
+    # One process sampled: the service (under `sh -c`, so not always the pid the trial started).
+    assert len({r[header.index("pid")] for r in rows}) == 1, rows
+    assert {r[header.index("policy")] for r in rows} == {"threshold:500"}
+    assert int(info["load_summary"]["requests"]) > 0
+    assert (trial / "gc-events.csv").read_text().startswith("time,generation,pause_ms")
+
+
 @pytest.mark.parametrize(
     "args, message",
     [

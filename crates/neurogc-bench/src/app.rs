@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use crate::http;
+use crate::inject::Injection;
 use crate::proc::{self, Group};
 use neurogc_record::AppInfo;
 use neurogc_units::unix_now;
@@ -170,17 +171,12 @@ impl App {
                 c
             }
             App::Cmd { template } => {
-                let neurogc = std::env::current_exe().context("cannot find the neurogc binary")?;
-                let mut c = Command::new(neurogc);
-                c.args(["run", "--policy", l.policy])
-                    .args(["--interval", &l.interval_s.to_string()])
-                    .arg("--csv")
-                    .arg(l.samples)
-                    .arg("--gc-events-csv")
-                    .arg(l.gc_events)
-                    .args(["--", "sh", "-c"])
+                let mut c = Command::new("sh");
+                c.arg("-c")
                     .arg(template.replace("{port}", &l.port.to_string()))
                     .env("PORT", l.port.to_string());
+                Injection::new(l.policy, l.interval_s, Some(l.samples), Some(l.gc_events))?
+                    .apply(&mut c)?;
                 c
             }
         })

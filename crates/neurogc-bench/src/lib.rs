@@ -4,7 +4,7 @@
 //! warms it up, drives it with `neurogc load` in its own process, records everything into a run
 //! directory (`neurogc-record`, `docs/runs.md`), streams samples to a live dashboard, and stops
 //! every process it started, Ctrl-C included. Layout: [`args`] shared flags · [`policies`]
-//! `--policy` parsing · [`app`] starting services · [`proc`] process groups, pinning, Ctrl-C ·
+//! `--policy` parsing · [`app`] starting services · [`inject`] the agent in any command · [`proc`] process groups, pinning, Ctrl-C ·
 //! [`loader`] the load generator process · [`session`] trials · [`rate`] `--rate auto` ·
 //! [`stream`] dashboard streaming · [`collect`], [`bench`] the commands. The report is written
 //! by the command line (`neurogc-report`), so this crate does not build the chart renderer.
@@ -13,6 +13,7 @@ pub mod args;
 pub mod bench;
 pub mod collect;
 pub mod http;
+pub mod inject;
 pub mod loader;
 pub mod policies;
 pub mod proc;
