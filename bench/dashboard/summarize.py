@@ -5,20 +5,19 @@ median of each run's figure with (min–max); then every run's own figures.
 """
 
 import argparse
-import datetime
 import json
-import platform
 import statistics
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import provenance  # noqa: E402  (bench/provenance.py, beside this script's folder)
 
 ap = argparse.ArgumentParser()
 ap.add_argument("runs", nargs="+", help="load.json of each run, in run order")
-ap.add_argument("--command", required=True)
-ap.add_argument("--commit", required=True, help="git rev-parse --short HEAD, -dirty if changed")
-ap.add_argument("--dirty", help="file with `git status --porcelain` of the tree at run time")
+provenance.add_arguments(ap)
 ap.add_argument("--loadavg", required=True, help="the machine's load averages around the runs")
 ap.add_argument("--busiest", required=True, help="the busiest processes around the runs")
-ap.add_argument("--versions", required=True)
 a = ap.parse_args()
 
 runs = [json.loads(Path(p).read_text()) for p in a.runs]
@@ -59,17 +58,7 @@ out = []
 w = out.append
 w("# `neurogc dashboard` under ingestion load — latest output of `bench/dashboard/run.sh`")
 w("")
-w(f"- Command: `{a.command}`")
-w(
-    f"- Commit: {a.commit}; date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} "
-    f"UTC; host: {platform.node()}, {platform.machine()}, 2 CPUs; {a.versions}"
-)
-dirty = [line[3:] for line in Path(a.dirty).read_text().splitlines()] if a.dirty else []
-if dirty:
-    w(
-        "- Uncommitted changes in the tree at run time (built into the binary only if under "
-        f"`crates/`): {', '.join(f'`{p}`' for p in dirty)}"
-    )
+out.extend(provenance.lines(a, "the binary"))
 w(
     "- What runs: `crates/neurogc-dashboard/web/tests/load.test.js` against the release binary "
     f"(`target/release/neurogc dashboard`): {first['servers']} servers × "

@@ -106,7 +106,7 @@ python3 bench/load/summarize.py "$WORK/runs.tsv" --open-extra "$WORK/open_extra.
   --busiest "before: $BUSY_BEFORE; after: $BUSY_AFTER" \
   --command "bash bench/load/run.sh  (REPS=$REPS DUR=$DUR SEED_DUR=$SEED_DUR CONNS=$CONNS OPEN_RATE=$OPEN_RATE)" \
   --dur "$DUR" --seed-dur "$SEED_DUR" --conns "$CONNS" --open-rate "$OPEN_RATE" \
-  --dirty "$WORK/dirty.txt" \
-  --versions "neurogc $COMMIT; $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2); $("$VENV/bin/locust" --version 2>&1 | cut -d' ' -f1-2)" \
+  --commit "$COMMIT" --dirty "$WORK/dirty.txt" \
+  --versions "$(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2); $("$VENV/bin/locust" --version 2>&1 | cut -d' ' -f1-2)" \
   >"$OUT"
 cat "$OUT"

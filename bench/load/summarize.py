@@ -1,13 +1,16 @@
 """Turns bench/load/run.sh's raw runs into RESULTS.md (medians, ranges, ratios, floors)."""
 
 import argparse
-import datetime
-import platform
 import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import provenance  # noqa: E402  (bench/provenance.py, beside this script's folder)
 
 ap = argparse.ArgumentParser()
 ap.add_argument("runs")
-ap.add_argument("--command", required=True)
+provenance.add_arguments(ap)
 ap.add_argument("--dur", type=float, required=True)
 ap.add_argument("--seed-dur", type=float, required=True)
 ap.add_argument("--conns", type=int, required=True)
@@ -15,10 +18,8 @@ ap.add_argument("--open-rate", type=float, required=True)
 ap.add_argument(
     "--open-extra", required=True, help="dropped late_starts p50_ms p99_ms per open-loop run"
 )
-ap.add_argument("--versions", required=True)
 ap.add_argument("--loadavg", required=True, help="the machine's load averages around the run")
 ap.add_argument("--busiest", help="the busiest processes around the run")
-ap.add_argument("--dirty", help="file with `git status --porcelain` of the tree at run time")
 a = ap.parse_args()
 
 runs = {}
@@ -60,17 +61,7 @@ out = []
 w = out.append
 w("# `neurogc load` benchmark — latest output of `bench/load/run.sh`")
 w("")
-w(f"- Command: `{a.command}`")
-w(
-    f"- Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; host: {platform.node()}, "
-    f"{platform.machine()}, 2 CPUs; versions: {a.versions}"
-)
-dirty = [line[3:] for line in open(a.dirty).read().splitlines()] if a.dirty else []
-if dirty:
-    w(
-        "- Uncommitted changes in the tree at run time (built into the binaries only if under "
-        f"`crates/`): {', '.join(f'`{p}`' for p in dirty)}"
-    )
+out.extend(provenance.lines(a, "the binaries"))
 w(
     "- Server: `crates/neurogc-load/examples/bench_server.rs` (hyper, one thread) pinned to CPU 0; each load "
     "generator pinned to CPU 1, run one at a time, interleaved A B C D × "
