@@ -19,8 +19,29 @@ pub struct Series {
     pub path: PathBuf,
     pub sha256: String,
     pub rows: Vec<FeatureVector>,
+    /// Where the rows are in the file, for messages: the rows at which the line number jumps
+    /// (a blank line, a quoted line end), each with its line. Empty: row `r` (from 0) is on
+    /// line `r + 2`, the header being line 1. A few entries, not one per row.
+    pub line_jumps: Vec<(usize, u64)>,
     /// Warnings (a skipped truncated last line).
     pub warnings: Vec<String>,
+}
+
+impl Series {
+    /// The line in the file (the header is line 1) of row `row` (from 0).
+    pub fn line(&self, row: usize) -> u64 {
+        line_of(&self.line_jumps, row)
+    }
+}
+
+fn line_of(jumps: &[(usize, u64)], row: usize) -> u64 {
+    match jumps.partition_point(|&(r, _)| r <= row) {
+        0 => row as u64 + 2,
+        i => {
+            let (r, line) = jumps[i - 1];
+            line + (row - r) as u64
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -52,6 +73,7 @@ pub fn load_csv(path: &Path) -> Result<Series, DataError> {
     Ok(Series {
         path: path.to_path_buf(),
         sha256: format!("{:x}", hasher.finalize()),
+        line_jumps: std::mem::take(&mut features.line_jumps),
         rows: features.finish(&name, &header)?,
         warnings,
     })
@@ -71,6 +93,7 @@ pub fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Series, DataError> {
     Ok(Series {
         path: path.to_path_buf(),
         sha256: format!("{:x}", Sha256::digest(bytes)),
+        line_jumps: std::mem::take(&mut features.line_jumps),
         rows: features.finish(&name, &table.header)?,
         warnings: table.warnings,
     })
@@ -84,6 +107,8 @@ struct Features {
     /// A feature the header lacks: reported when the file is read, without a line.
     missing: Option<String>,
     rows: Vec<FeatureVector>,
+    /// [`Series::line_jumps`].
+    line_jumps: Vec<(usize, u64)>,
 }
 
 fn feature_index(header: &Header) -> Result<[usize; N_FEATURES], String> {
@@ -133,6 +158,9 @@ impl Features {
                 },
             };
             return Err(format!("column {feature:?}: {why}"));
+        }
+        if line_of(&self.line_jumps, self.rows.len()) != record.line {
+            self.line_jumps.push((self.rows.len(), record.line));
         }
         self.rows.push(row);
         Ok(())
@@ -207,6 +235,32 @@ mod tests {
         norm.apply(&mut x);
         assert_eq!(x[6], 0.0);
         assert!(x.iter().all(|v| v.is_finite()));
+    }
+
+    #[test]
+    fn rows_know_the_line_the_readers_errors_name() {
+        let row = |cpu: &str| format!("1,{cpu},3,4,5,6,7,8,9,10,True\n");
+        // Blank lines make the line numbers jump.
+        let text = |bad: usize| -> String {
+            let rows: Vec<String> = (0..4)
+                .map(|r| row(if r == bad { "abc" } else { "2" }))
+                .collect();
+            format!("{HEADER}{}{}\n\n{}{}", rows[0], rows[1], rows[2], rows[3])
+        };
+        let s = parse(&text(usize::MAX)).unwrap();
+        assert_eq!(s.rows.len(), 4);
+        assert!(!s.line_jumps.is_empty());
+        for r in 0..4 {
+            let err = parse(&text(r)).unwrap_err();
+            assert!(
+                err.starts_with(&format!("x.csv:{}: ", s.line(r))),
+                "row {r}: line {}, {err}",
+                s.line(r)
+            );
+        }
+        let plain = parse(&format!("{HEADER}{}{}", row("2"), row("2"))).unwrap();
+        assert!(plain.line_jumps.is_empty(), "{:?}", plain.line_jumps);
+        assert_eq!((plain.line(0), plain.line(1)), (2, 3));
     }
 
     #[test]

@@ -199,7 +199,14 @@ pub fn train(
     let started = Instant::now();
     let data = prepare(series, config.window, config.val_fraction, labeller)
         .map_err(anyhow::Error::msg)?;
+    // Whatever prepared the examples, nothing non-finite reaches the optimizer: a NaN target or
+    // input trains NaN weights, a model that does not load.
+    data.train
+        .check_finite("training", labeller.name())
+        .and_then(|()| data.val.check_finite("validation", labeller.name()))
+        .map_err(anyhow::Error::msg)?;
     let mut warnings: Vec<String> = series.iter().flat_map(|s| s.warnings.clone()).collect();
+    warnings.extend(data.warnings.iter().cloned());
     let above = data
         .train
         .y
@@ -277,6 +284,7 @@ pub fn train(
             "val_fraction": config.val_fraction,
             "train_windows": data.train.len(),
             "val_windows": data.val.len(),
+            "skipped_windows": data.skipped,
         }),
     };
     // The agent will run this model through its own inference: check it agrees with what was fitted.
@@ -379,7 +387,14 @@ fn fit_net(
             let pred = net.forward(&x, Some(rng))?;
             let loss = (pred - y)?.sqr()?.mean_all()?;
             opt.backward_step(&loss)?;
-            total += loss.to_scalar::<f32>()? as f64 * chunk.len() as f64;
+            let batch_loss = loss.to_scalar::<f32>()?;
+            if !batch_loss.is_finite() {
+                bail!(
+                    "training diverged in epoch {epoch}: the loss is {batch_loss}; nothing was \
+                     saved (a lower --lr may help)"
+                );
+            }
+            total += batch_loss as f64 * chunk.len() as f64;
         }
         epoch_seconds.push(t0.elapsed().as_secs_f64());
         let train_loss = total / train.len().max(1) as f64;
@@ -450,6 +465,14 @@ fn fit_forest(
     ));
     let t0 = Instant::now();
     let xt = forest_matrix(train);
+    if let Some(j) = xt.iter().position(|v| !v.is_finite()) {
+        bail!(
+            "internal error: forest input {} of training window {} is {}, not a finite number",
+            j % p,
+            j / p + 1,
+            xt[j]
+        );
+    }
     let forest = forest::train(&xt, &train.y, p, config, rng);
     bar.set_position(1);
     bar.finish();

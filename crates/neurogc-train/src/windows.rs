@@ -7,22 +7,26 @@ use crate::dataset::Series;
 /// Turns a series into one target per row. Pluggable: an outcome-based labeller comes next.
 pub trait Labeller {
     fn name(&self) -> &str;
-    /// Target for the window ending at `rows[end]` (raw, not normalised, values).
-    fn label(&self, rows: &[FeatureVector], end: usize) -> f32;
+    /// Target for the window ending at `rows[end]` (raw, not normalised, values), or the column
+    /// it needs that is empty (unmeasured, NaN) there: that window has no target and is skipped.
+    fn label(&self, rows: &[FeatureVector], end: usize) -> Result<f32, &'static str>;
 }
 
 /// The seed's heuristic: `clip(0.4·mem/100 + 0.3·cpu/100 + 0.3·(1 − 0.5·gc_triggered), 0, 1)`,
-/// on the window's last sample.
+/// on the window's last sample (none if one of the three is empty there).
 pub struct SeedTarget;
 
 impl Labeller for SeedTarget {
     fn name(&self) -> &str {
         "seed"
     }
-    fn label(&self, rows: &[FeatureVector], end: usize) -> f32 {
+    fn label(&self, rows: &[FeatureVector], end: usize) -> Result<f32, &'static str> {
         let r = &rows[end];
         let (cpu, mem, gc) = (r[0], r[1], r[9]);
-        (0.4 * mem / 100.0 + 0.3 * cpu / 100.0 + 0.3 * (1.0 - 0.5 * gc)).clamp(0.0, 1.0)
+        if let Some(f) = [0, 1, 9].into_iter().find(|&f| r[f].is_nan()) {
+            return Err(FEATURES[f]);
+        }
+        Ok((0.4 * mem / 100.0 + 0.3 * cpu / 100.0 + 0.3 * (1.0 - 0.5 * gc)).clamp(0.0, 1.0))
     }
 }
 
@@ -65,6 +69,26 @@ impl Examples {
             .collect()
     }
 
+    /// Refuses a non-finite target or input: it would reach the optimizer and train a model
+    /// that cannot load. `part` says which examples ("training", "validation").
+    pub fn check_finite(&self, part: &str, target: &str) -> Result<(), String> {
+        if let Some((i, y)) = self.y.iter().enumerate().find(|(_, y)| !y.is_finite()) {
+            return Err(format!(
+                "internal error: {part} window {} has the {target} target {y}, not a finite \
+                 number; nothing was trained",
+                i + 1
+            ));
+        }
+        if let Some((k, v)) = self.rows.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+            return Err(format!(
+                "internal error: a {part} window's column {:?} is {v} once normalised, not a \
+                 finite number; nothing was trained",
+                FEATURES[k % N_FEATURES]
+            ));
+        }
+        Ok(())
+    }
+
     /// Adds `rows` (normalised) and a window starting at each of `starts` (indices into
     /// `rows`) with its target.
     fn extend(&mut self, rows: &[FeatureVector], starts: impl Iterator<Item = (usize, f32)>) {
@@ -82,6 +106,10 @@ pub struct Prepared {
     pub normalization: Normalization,
     pub train: Examples,
     pub val: Examples,
+    /// Windows left out because their target cannot be computed (an input of it is empty).
+    pub skipped: usize,
+    /// One line per file with skipped windows: how many, and the first.
+    pub warnings: Vec<String>,
 }
 
 /// Splits every series in time order (the first `1 − val_fraction` of its windows train), fits
@@ -145,6 +173,7 @@ pub fn prepare(
         window,
         ..Default::default()
     };
+    let (mut warnings, mut total_skipped) = (Vec::new(), 0);
     for (s, n_train, windows) in &spans {
         let mut normed: Vec<FeatureVector> = Vec::with_capacity(s.rows.len());
         for (r, row) in s.rows.iter().enumerate() {
@@ -155,24 +184,76 @@ pub fn prepare(
             }
             normed.push(x);
         }
-        let label = |start: usize| labeller.label(&s.rows, start + window - 1);
+        // A window whose target cannot be computed is left out of its part (the split stays
+        // where it is in time); the first such window and the count are reported per file.
+        let mut labels = Vec::with_capacity(*windows);
+        let (mut skipped, mut first) = (0, None);
+        for start in 0..*windows {
+            let end = start + window - 1;
+            match labeller.label(&s.rows, end) {
+                Ok(y) if y.is_finite() => labels.push(Some(y)),
+                Ok(y) => {
+                    return Err(format!(
+                        "{}:{}: the {} target of the window ending here is {y}, not a finite \
+                         number (an internal error in the target)",
+                        s.path.display(),
+                        s.line(end),
+                        labeller.name()
+                    ))
+                }
+                Err(column) => {
+                    skipped += 1;
+                    first.get_or_insert((end, column));
+                    labels.push(None);
+                }
+            }
+        }
+        if let Some((end, column)) = first {
+            warnings.push(format!(
+                "{}:{}: column {column:?} is empty, so the {} target of the window ending on \
+                 this line cannot be computed: {skipped} window{} of {windows} skipped because \
+                 an input of its target is empty; this is the first",
+                s.path.display(),
+                s.line(end),
+                labeller.name(),
+                if skipped == 1 { "" } else { "s" },
+            ));
+            total_skipped += skipped;
+        }
+        let labels = &labels;
+        let labelled = |range: std::ops::Range<usize>, offset: usize| {
+            range.filter_map(move |start| labels[start].map(|y| (start - offset, y)))
+        };
         if *n_train > 0 {
-            train.extend(
-                &normed[..n_train + window - 1],
-                (0..*n_train).map(|start| (start, label(start))),
-            );
+            train.extend(&normed[..n_train + window - 1], labelled(0..*n_train, 0));
         }
         if windows > n_train {
             val.extend(
                 &normed[*n_train..windows + window - 1],
-                (*n_train..*windows).map(|start| (start - n_train, label(start))),
+                labelled(*n_train..*windows, *n_train),
             );
         }
+    }
+    if train.is_empty() {
+        let why = warnings.join("; ");
+        return Err(if val.is_empty() {
+            format!(
+                "no window has a {} target to train on: {why}",
+                labeller.name()
+            )
+        } else {
+            format!(
+                "no training windows left (only validation windows have a {} target): {why}",
+                labeller.name()
+            )
+        });
     }
     Ok(Prepared {
         normalization,
         train,
         val,
+        skipped: total_skipped,
+        warnings,
     })
 }
 
@@ -201,6 +282,7 @@ mod tests {
             rows: (0..n)
                 .map(|i| [i as f32, 50.0, 0., 0., 0., 0., 0., 0., 0., (i % 2) as f32])
                 .collect(),
+            line_jumps: vec![],
             warnings: vec![],
         }
     }
@@ -208,7 +290,7 @@ mod tests {
     #[test]
     fn seed_target_formula() {
         let rows = vec![[50.0, 60.0, 0., 0., 0., 0., 0., 0., 0., 1.0]];
-        let y = SeedTarget.label(&rows, 0);
+        let y = SeedTarget.label(&rows, 0).unwrap();
         assert!((y - (0.4 * 0.6 + 0.3 * 0.5 + 0.3 * 0.5)).abs() < 1e-6);
     }
 
@@ -234,5 +316,65 @@ mod tests {
             err.contains("s.csv: 5 rows, fewer than one window of 10"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_window_whose_target_has_an_empty_input_is_skipped_and_counted() {
+        let mut s = series(30);
+        // Row 12 ends a training window, rows 27 and 28 two validation windows.
+        s.rows[12][1] = f32::NAN;
+        s.rows[27][9] = f32::NAN;
+        s.rows[28][0] = f32::NAN;
+        // An empty feature that no target reads is the training mean, as before.
+        s.rows[15][4] = f32::NAN;
+        let p = prepare(&[s], 10, 0.2, &SeedTarget).unwrap();
+        assert_eq!((p.train.len(), p.val.len(), p.skipped), (16, 2, 3));
+        assert_eq!(
+            p.warnings,
+            [
+                "s.csv:14: column \"mem\" is empty, so the seed target of the window ending on \
+              this line cannot be computed: 3 windows of 21 skipped because an input of its \
+              target is empty; this is the first"
+            ]
+        );
+        // The validation windows kept are the first and the last: they end on rows 26 and 29.
+        let cpu = |ex: &Examples, i: usize| {
+            ex.window_rows(i)[9][0] * p.normalization.std[0] + p.normalization.mean[0]
+        };
+        assert!((cpu(&p.val, 0) - 26.0).abs() < 1e-3 && (cpu(&p.val, 1) - 29.0).abs() < 1e-3);
+        assert!(p.train.y.iter().chain(&p.val.y).all(|y| y.is_finite()));
+        p.train.check_finite("training", "seed").unwrap();
+    }
+
+    #[test]
+    fn a_target_that_is_not_finite_is_an_error_not_a_skip() {
+        struct Broken;
+        impl Labeller for Broken {
+            fn name(&self) -> &str {
+                "broken"
+            }
+            fn label(&self, _: &[FeatureVector], end: usize) -> Result<f32, &'static str> {
+                Ok(if end == 20 { f32::NAN } else { 0.5 })
+            }
+        }
+        let err = prepare(&[series(30)], 10, 0.2, &Broken).err().unwrap();
+        assert!(
+            err.starts_with("s.csv:22: the broken target of the window ending here is NaN"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn non_finite_examples_are_refused_naming_the_column() {
+        let mut p = prepare(&[series(30)], 10, 0.2, &SeedTarget).unwrap();
+        p.train.y[3] = f32::INFINITY;
+        let err = p.train.check_finite("training", "seed").unwrap_err();
+        assert!(
+            err.contains("training window 4 has the seed target inf"),
+            "{err}"
+        );
+        p.val.rows[N_FEATURES + 2] = f32::NAN;
+        let err = p.val.check_finite("validation", "seed").unwrap_err();
+        assert!(err.contains("column \"disk_read\" is NaN"), "{err}");
     }
 }

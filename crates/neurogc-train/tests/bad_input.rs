@@ -224,3 +224,57 @@ fn values_too_large_to_scale_are_refused_naming_file_row_and_column() {
         }
     }
 }
+
+#[test]
+fn a_window_whose_target_has_an_empty_input_is_skipped_with_one_warning() {
+    // Row 21 (line 22) has no `mem`: the seed target of the window ending there cannot be
+    // computed. Before, it was NaN, and training ended in "the trained model does not load".
+    for kind in [Kind::Lstm, Kind::Forest] {
+        let path = csv(&format!("empty-mem-{kind:?}"), |i| {
+            if i == 20 {
+                String::new()
+            } else {
+                format!("{}", 30 + i % 7)
+            }
+        });
+        let a = args(path, kind);
+        let report = train_model(&a).unwrap_or_else(|e| panic!("{kind:?}: {e:#}"));
+        let skipped: Vec<&String> = report
+            .warnings
+            .iter()
+            .filter(|w| w.contains("skipped"))
+            .collect();
+        assert_eq!(skipped.len(), 1, "{kind:?}: {:?}", report.warnings);
+        let w = skipped[0];
+        assert!(
+            w.contains("data.csv:22:") && w.contains("1 window ") && w.contains("\"mem\""),
+            "{kind:?}: {w}"
+        );
+        // 60 rows, windows of 10 (lstm) or 20 (forest): the split is of all windows, and the
+        // one skipped is a training window.
+        let t = &report.meta.training;
+        let windows = 60 - a.window.unwrap_or(if kind == Kind::Lstm { 10 } else { 20 }) + 1;
+        assert_eq!(
+            t["train_windows"].as_u64().unwrap() + t["val_windows"].as_u64().unwrap() + 1,
+            windows as u64,
+            "{kind:?}: {t}"
+        );
+        assert_eq!(t["skipped_windows"], 1, "{kind:?}");
+        neurogc_model::Model::load(&a.out).unwrap();
+    }
+}
+
+#[test]
+fn every_window_skipped_is_an_error_naming_the_file() {
+    let a = args(csv("empty-mem-all", |_| String::new()), Kind::Lstm);
+    let e = format!(
+        "{:#}",
+        train_model(&a).err().expect("no window has a target")
+    );
+    assert!(
+        e.contains("data.csv") && e.contains("51 windows") && e.contains("no window"),
+        "{e}"
+    );
+    assert!(e.contains("data.csv:11: column \"mem\" is empty"), "{e}");
+    assert!(!a.out.exists(), "no model is saved");
+}

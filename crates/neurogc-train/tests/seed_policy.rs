@@ -84,7 +84,10 @@ fn a_trained_model_fires_where_the_target_is_high() {
         decided += 1;
         assert_eq!(decision.fired, !actions.is_empty());
         fired += usize::from(decision.fired);
-        let high = SeedTarget.label(&rows, i) > 0.55;
+        let high = SeedTarget
+            .label(&rows, i)
+            .expect("the seed data is complete")
+            > 0.55;
         agree += usize::from(high == decision.fired);
     }
     assert_eq!(decided, rows.len() - 9);
