@@ -152,6 +152,7 @@ impl Sampler {
             elapsed: self.started.elapsed(),
             rss_bytes: rss,
             traffic: self.traffic(&arrivals),
+            collections: Some(self.shared.collections()),
             ..Observation::default()
         };
         if !self.policy.ready(&detached) {
@@ -336,6 +337,7 @@ impl Sampler {
             elapsed: self.started.elapsed(),
             rss_bytes: sample.rss_bytes,
             gc_count: sample.gc_count,
+            collections: Some(self.shared.collections()),
             sample: Some(sample),
             traffic: self.traffic(&arrivals),
         };

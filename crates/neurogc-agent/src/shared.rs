@@ -2,7 +2,7 @@
 //!
 //! Every lock here is held for a few instructions and never across a call into Python.
 
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -49,6 +49,9 @@ pub struct Shared {
     pub origin: Origin,
     /// Collection epochs, for the requests that overlapped a collection.
     pub epochs: GcEpochs,
+    /// Collections finished per generation since start: what a policy may know without the
+    /// interpreter (`Observation::collections`).
+    pub collections: [AtomicU64; 3],
     /// Set while the sampler runs a collection for the policy, so the callback can attribute it.
     pub policy_collecting: AtomicBool,
     /// Why the policy runs the collection under way (set with `policy_collecting`).
@@ -161,6 +164,9 @@ impl Shared {
     pub fn gc_stopped(&self, generation: u8, collected: u64, uncollectable: u64) {
         let stopped = Instant::now();
         self.epochs.stopped();
+        if let Some(n) = self.collections.get(usize::from(generation)) {
+            n.fetch_add(1, Ordering::Relaxed);
+        }
         let (cause, intent) = if self.policy_collecting.load(Ordering::Relaxed) {
             (CollectionCause::Policy, *lock(&self.policy_intent))
         } else {
@@ -189,6 +195,13 @@ impl Shared {
             in_flight,
             intent,
         });
+    }
+
+    /// Collections finished per generation since start.
+    pub fn collections(&self) -> [u64; 3] {
+        self.collections
+            .each_ref()
+            .map(|n| n.load(Ordering::Relaxed))
     }
 
     /// Takes the window's collections; with `last`, later collections are no longer recorded.

@@ -118,6 +118,9 @@ pub struct Observation<'a> {
     pub rss_bytes: Option<u64>,
     /// `gc.get_count()` (zeros when a policy is asked before attaching, see [`Policy::ready`]).
     pub gc_count: [i64; 3],
+    /// Collections finished per generation since the agent started, counted by its GC callback
+    /// (so known without the interpreter); `None` where nothing counts them.
+    pub collections: Option<[u64; 3]>,
     /// The interval's sample, at sample ticks (None at the ticks a policy asked for in between).
     pub sample: Option<&'a crate::sample::Sample>,
     /// Requests in flight and recent arrivals (None where no middleware counts them).
@@ -268,6 +271,7 @@ pub(crate) mod testing {
             elapsed: Duration::from_secs_f64(secs),
             rss_bytes: Some(100 << 20),
             gc_count: [0, 0, 0],
+            collections: None,
             sample: None,
             traffic: None,
         }
