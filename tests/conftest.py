@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -85,7 +86,7 @@ class DemoServer:
         return http_get(self.url + path)
 
     def metrics(self) -> dict:
-        return get_json(self.url + "/metrics")
+        return get_json(self.url + "/metrics.json")
 
     def stop(self) -> str:
         self.process.terminate()
@@ -157,3 +158,68 @@ def run_python(
         timeout=timeout,
         env={**os.environ, **(env or {})},
     )
+
+
+def request(url: str, method: str = "GET", timeout: float = 10.0) -> tuple[int, bytes]:
+    data = b"" if method in ("POST", "PUT", "PATCH") else None
+    req = urllib.request.Request(url, data=data, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+class Workload:
+    """A bundled workload (`python -m neurogc.workloads serve NAME`) with the agent, its samples and
+    GC events in `directory`; `extra`: more serve arguments (`--policy`, `--set`)."""
+
+    def __init__(self, name: str, directory: Path, *extra: str) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.name = name
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.gc_events = directory / f"{name}-gc-events.csv"
+        self.samples = directory / f"{name}-samples.csv"
+        # Its own process group, as the bench starts servers (a stop signals the whole group).
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "neurogc.workloads",
+                "serve",
+                name,
+                "--port",
+                str(self.port),
+                "--interval",
+                "0.5",
+                "--csv",
+                str(self.samples),
+                "--gc-events-csv",
+                str(self.gc_events),
+                *extra,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+
+    def up(self) -> bool:
+        if self.process.poll() is not None:
+            raise AssertionError(f"{self.name} exited: {self.process.communicate()[1]}")
+        try:
+            return http_get(self.url + "/health", timeout=1.0)[0] == 200
+        except OSError:
+            return False
+
+    def stop(self) -> str:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            _, err = self.process.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            _, err = self.process.communicate()
+            raise AssertionError(f"{self.name} did not stop on SIGTERM within 20 s") from None
+        return err

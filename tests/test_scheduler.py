@@ -16,7 +16,7 @@ import time
 import pytest
 
 import neurogc
-from conftest import REPO, wait_for
+from conftest import REPO, Workload, request, vm_rss_bytes, wait_for
 
 
 class Node:
@@ -134,3 +134,41 @@ def test_on_a_large_heap_it_beats_the_default_p99(tmp_path):
         pooled[t["label"]] = total["p99_ms"]
     assert len(turns["neurogc"]) == len(turns["default"]) == 6
     assert pooled["neurogc"] * 3 < pooled["default"], (pooled, turns)
+
+
+def test_on_cycle_leak_the_guard_keeps_its_budget_where_a_freeze_does_not(tmp_path):
+    """The cycle-leak workload: documents frozen at warm-up are retired as uploads replace them,
+    and only an unfrozen collection frees them. Both servers get the same uploads; under
+    `freeze` RSS climbs by every retired frozen document, under `neurogc,rss=BUDGET` the guard
+    unfreezes and collects and RSS stays within the budget + 10 %."""
+    budget = 300 << 20
+    options = ["--set", "documents=500", "--set", "payload=262144"]  # ~125 MiB of payloads
+    servers = {
+        "freeze": Workload("cycle-leak", tmp_path / "freeze", "--policy", "freeze:1", *options),
+        "neurogc": Workload(
+            "cycle-leak", tmp_path / "neurogc", "--policy",
+            f"neurogc,warmup=1s,rss={budget}", *options,
+        ),
+    }  # fmt: skip
+    try:
+        for w in servers.values():
+            wait_for(w.up, 60, f"cycle-leak on port {w.port}")
+        time.sleep(2.5)  # both frozen
+        peak = dict.fromkeys(servers, 0)
+        # 1,500 uploads each: every document frozen at warm-up is retired three times over.
+        for i in range(1500):
+            for name, w in servers.items():
+                assert request(w.url + "/upload", method="POST")[0] == 200
+                if i % 25 == 0:
+                    peak[name] = max(peak[name], vm_rss_bytes(w.process.pid))
+        time.sleep(1.0)  # the guard's last turn
+        for name, w in servers.items():
+            peak[name] = max(peak[name], vm_rss_bytes(w.process.pid))
+    finally:
+        for w in servers.values():
+            w.stop()
+    mib = {k: v >> 20 for k, v in peak.items()}
+    assert peak["freeze"] > budget * 1.1, f"the workload did not outgrow the budget: {mib} MiB"
+    assert peak["neurogc"] <= budget * 1.1, f"RSS above the budget + 10 %: {mib} MiB"
+    events = (tmp_path / "neurogc" / "cycle-leak-gc-events.csv").read_text()
+    assert ",guard," in events, "the guard never collected"

@@ -14,13 +14,11 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from conftest import free_port, http_get, wait_for
+from conftest import Workload, request, wait_for
 from neurogc.workloads import MARKERS, WORKLOADS, UnknownWorkload, tasks_path
 
 ORM_DEPS = all(importlib.util.find_spec(m) is not None for m in ("flask", "gunicorn"))
@@ -67,67 +65,6 @@ def read_tasks(path: Path) -> dict:
         return doc
     with path.open("rb") as f:
         return tomllib.load(f)
-
-
-def request(url: str, method: str = "GET", timeout: float = 10.0) -> tuple[int, bytes]:
-    data = b"" if method in ("POST", "PUT", "PATCH") else None
-    req = urllib.request.Request(url, data=data, method=method)
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
-
-
-class Workload:
-    def __init__(self, name: str, directory: Path, *extra: str) -> None:
-        self.name = name
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.gc_events = directory / f"{name}-gc-events.csv"
-        self.samples = directory / f"{name}-samples.csv"
-        # Its own process group, as the bench starts servers (a stop signals the whole group).
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "neurogc.workloads",
-                "serve",
-                name,
-                "--port",
-                str(self.port),
-                "--interval",
-                "0.5",
-                "--csv",
-                str(self.samples),
-                "--gc-events-csv",
-                str(self.gc_events),
-                *extra,
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-
-    def up(self) -> bool:
-        if self.process.poll() is not None:
-            raise AssertionError(f"{self.name} exited: {self.process.communicate()[1]}")
-        try:
-            return http_get(self.url + "/health", timeout=1.0)[0] == 200
-        except OSError:
-            return False
-
-    def stop(self) -> str:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        try:
-            _, err = self.process.communicate(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            _, err = self.process.communicate()
-            raise AssertionError(f"{self.name} did not stop on SIGTERM within 20 s") from None
-        return err
 
 
 @pytest.fixture(scope="module")
