@@ -8,7 +8,7 @@ VPY := $(VENV)/bin/python
 CARGO ?= cargo
 # Extra interpreters the suite also runs on, where pyenv provides them (abi3: one wheel for all).
 EXTRA_PYTHONS ?= 3.9 3.12 3.13
-PY_DEPS := maturin==1.16.* pytest==8.* fastapi uvicorn flask gunicorn ruff==0.*
+PY_DEPS := maturin==1.16.* pytest==8.* fastapi uvicorn flask gunicorn ruff==0.* prometheus_client
 # Debian packages the project needs (checked with dpkg, installed with apt-get when missing):
 # Chromium for the dashboard's browser tests.
 DEB_PACKAGES ?= chromium

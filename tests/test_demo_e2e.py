@@ -51,10 +51,13 @@ def test_seed_endpoints_and_metrics(demo_server):
     assert totals["policy_collections"] >= 2
     assert totals["gc2_pause_ms_max"] > 0
     assert totals["gc0_collections"] == 0, "automatic GC is off under periodic"
-    status, text = server.get("/metrics/prometheus")
+    # Prometheus text at /metrics (tests/test_prometheus.py reads it with prometheus_client).
+    status, text = server.get("/metrics")
     assert status == 200
-    assert b'neurogc_gc_collections_total{generation="2"}' in text
-    assert b"neurogc_requests_total" in text
+    pid = f'pid="{server.pid}"'.encode()
+    assert b"neurogc_gc_collections_total{" + pid + b',generation="2"}' in text
+    assert b"# TYPE neurogc_request_duration_seconds histogram" in text
+    assert b"neurogc_requests_total{" + pid + b"}" in text
     err = server.stop()
     assert "Traceback" not in err, err
 
@@ -113,6 +116,8 @@ def test_large_heap_scenario(demo_server):
 def test_no_agent_mode_serves_without_metrics(demo_server):
     server = demo_server("--no-agent")
     assert server.get("/memory-heavy")[0] == 200
+    status, body = server.get("/metrics.json")
+    assert status == 503 and b"without the NeuroGC agent" in body
     status, body = server.get("/metrics")
     assert status == 503 and b"without the NeuroGC agent" in body
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import gc
+import os
 import threading
 import time
 
@@ -70,8 +71,9 @@ def test_asgi_requests_that_collect_are_counted(tmp_path, gc_disabled):
     assert sum(int(r["requests_gc2_overlap"]) for r in rows) == 2
     assert sum(int(r["requests"]) for r in rows) == 36
     text = agent.prometheus()
-    assert "neurogc_requests_gc_overlap_total 6\n" in text
-    assert "neurogc_requests_gc2_overlap_total 2\n" in text
+    pid = f'{{pid="{os.getpid()}"}}'
+    assert f"neurogc_requests_gc_overlap_total{pid} 6\n" in text
+    assert f"neurogc_requests_gc2_overlap_total{pid} 2\n" in text
 
 
 def test_only_requests_in_flight_during_the_collection_count(gc_disabled):

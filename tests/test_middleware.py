@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import textwrap
 import threading
@@ -44,10 +45,10 @@ def test_wsgi_middleware_counts_requests_errors_and_bytes(clean_gc):
         )
         assert totals["errors"] == 1
         assert totals["bytes_out"] >= 20 * 1000
-        status, body = http_get(base + "/metrics")
+        status, body = http_get(base + "/metrics.json")
         assert status == 200 and json.loads(body)["agent"]["policy"] == "threshold:3000"
-        status, text = http_get(base + "/metrics/prometheus")
-        assert b"neurogc_request_errors_total 1" in text
+        status, text = http_get(base + "/metrics")
+        assert f'neurogc_request_errors_total{{pid="{os.getpid()}"}} 1'.encode() in text
     finally:
         server.shutdown()
         neurogc.current().stop()
@@ -108,7 +109,7 @@ def test_asgi_install_under_uvicorn(tmp_path, demo_server):
         assert http_get(base + "/fail")[0] == 500
         m = wait_for(
             lambda: (
-                (m := json.loads(http_get(base + "/metrics")[1]))
+                (m := json.loads(http_get(base + "/metrics.json")[1]))
                 and m["totals"]["requests"] >= 31
                 and m
             ),

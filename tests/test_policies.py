@@ -44,6 +44,39 @@ def test_threshold_sets_and_restores(clean_gc, tmp_path):
     assert gc.get_threshold() == (1234,) + original[1:]
 
 
+def test_default_leaves_the_applications_own_gc_settings_alone(clean_gc):
+    original = (gc.isenabled(), gc.get_threshold())
+    agent = neurogc.start("default", interval=0.05)
+    try:
+        # The application tunes its own collector while the agent observes.
+        gc.set_threshold(4321, 7, 7)
+        gc.disable()
+        agent.stop()
+        assert (gc.isenabled(), gc.get_threshold()) == (False, (4321, 7, 7))
+    finally:
+        gc.set_threshold(*original[1])
+        gc.enable()
+
+
+def test_stop_restores_only_what_the_policy_set_and_still_reads_so(clean_gc):
+    original = gc.get_threshold()
+    try:
+        agent = neurogc.start("threshold:5000,20,30", interval=0.05)
+        gc.set_threshold(6000, 20, 30)  # the application's own choice since
+        agent.stop()
+        assert gc.get_threshold() == (6000, 20, 30)
+        # periodic turns automatic collection off, and back on at stop; the threshold it never
+        # set stays as the application set it.
+        gc.set_threshold(*original)
+        agent = neurogc.start("periodic:60", interval=0.05)
+        assert not gc.isenabled()
+        gc.set_threshold(800, 10, 10)  # periodic never set a threshold: this one stays
+        agent.stop()
+        assert gc.isenabled() and gc.get_threshold() == (800, 10, 10)
+    finally:
+        gc.set_threshold(*original)
+
+
 def test_periodic_turns_automatic_gc_off_and_collects_on_schedule(clean_gc, tmp_path):
     path = tmp_path / "periodic.csv"
     agent = neurogc.start("periodic:0.2", interval=0.1, csv=path)

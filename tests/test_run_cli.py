@@ -90,7 +90,7 @@ def test_operator_policy_wins_over_the_apps_default(tmp_path):
 
         def metrics():
             try:
-                return get_json(f"http://127.0.0.1:{port}/metrics")
+                return get_json(f"http://127.0.0.1:{port}/metrics.json")
             except OSError:
                 return None
 

@@ -2,7 +2,9 @@
 
     import neurogc
     agent = neurogc.start(policy="freeze", csv="samples.csv")   # any Python program
-    app = neurogc.install(app, policy="threshold:5000,20,20")   # an ASGI app (FastAPI, Starlette)
+    app = neurogc.install(app, policy="threshold:5000,20,20")   # FastAPI, Starlette, Flask: the
+                                                                # same app, /metrics (Prometheus)
+    REGISTRY.register(neurogc.NeuroGCCollector())               # or into prometheus_client's registry
 
 Policies are spec strings: {policies}. ``periodic`` turns automatic GC off and
 collects every SECS, under a memory guard (``rss``, ``young``, ``check``).
@@ -12,12 +14,23 @@ from ._agent import Agent, current, start
 from ._native import POLICIES, columns, validate_policy
 from .middleware import NeuroGCMiddleware, NeuroGCWSGIMiddleware, install
 
+
+def __getattr__(name: str):
+    # Imported on first use, so prometheus_client stays optional.
+    if name == "NeuroGCCollector":
+        from .prometheus import NeuroGCCollector
+
+        return NeuroGCCollector
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 # The one list of policies lives in the native core (neurogc_core::policy::spec::KNOWN_POLICIES).
 __doc__ = __doc__.format(policies=POLICIES)
 
 __all__ = [
     "POLICIES",
     "Agent",
+    "NeuroGCCollector",
     "NeuroGCMiddleware",
     "NeuroGCWSGIMiddleware",
     "columns",

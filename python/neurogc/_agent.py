@@ -64,15 +64,16 @@ class Agent:
         return self._native.snapshot()
 
     def totals(self) -> dict[str, Any]:
-        """Counters since start: requests, bytes, collections and pauses per generation, requests
+        """Counters since start, as they are at the call (not as of the last sample): requests,
+        bytes, collections, objects collected and uncollectable, pauses per generation, requests
         that overlapped a collection (``requests_gc_overlap``) or a full one
         (``requests_gc2_overlap``), collections missing from the events CSV
         (``gc_events_dropped``)."""
         return self._native.totals()
 
     def metrics(self) -> dict[str, Any]:
-        """The JSON metrics document: the newest sample's fields, flat as the seed's
-        ``/metrics`` returned them, plus totals and the agent's state."""
+        """The JSON metrics document (``/metrics.json``): the newest sample's fields, flat as the
+        seed's ``/metrics`` returned them, plus the totals now and the agent's state."""
         doc: dict[str, Any] = dict(self.snapshot() or {})
         doc["totals"] = self.totals()
         doc["agent"] = {
@@ -84,13 +85,20 @@ class Agent:
         }
         return doc
 
-    def prometheus(self) -> str:
-        """Prometheus text exposition (format 0.0.4)."""
-        return self._native.prometheus()
+    def prometheus(self, process: bool = True) -> str:
+        """Prometheus text exposition (format 0.0.4), read at the call: counters since start, a
+        request-duration histogram and collection pauses in seconds, every series labelled with
+        this process' ``pid`` (docs/metrics.md). ``process=False`` leaves out ``process_cpu_seconds_total``
+        and ``process_resident_memory_bytes``, which a prometheus_client registry's own process
+        collector reports."""
+        return self._native.prometheus(process)
 
     def stop(self) -> None:
-        """Stops sampling, writes the last partial interval, restores the GC's original settings.
-        Safe to call more than once; registered with ``atexit``."""
+        """Stops sampling, writes the last partial interval, and puts back what the policy changed
+        in the collector (its threshold, automatic collection on or off) where it still reads as
+        the policy left it: a setting the application changed since is the application's, and
+        ``default``, which changes nothing, puts back nothing. Safe to call more than once;
+        registered with ``atexit``."""
         global _current
         self._native.stop()
         try:

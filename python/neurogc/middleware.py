@@ -1,4 +1,5 @@
-"""Request middleware: latency, bytes and in-flight counts for the agent, ASGI and WSGI.
+"""Request middleware: latency, bytes and in-flight counts for the agent, ASGI and WSGI, and the
+agent's metrics at ``/metrics`` (Prometheus text) and ``/metrics.json``.
 
 The middleware is the only per-request cost NeuroGC adds; it does a clock read at each end, counts
 bytes, and makes one call into the native agent at each end (the start's returns a token that tells
@@ -9,6 +10,7 @@ counters do not exist in /proc.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 from collections.abc import Iterable
@@ -75,12 +77,19 @@ class _AgentBinding:
             self.agent = None
             self.owned = False
 
-    def metrics_body(self, path: str) -> tuple[bytes, bytes]:
-        """(content type, body) for the metrics route: JSON, or Prometheus under ``/prometheus``."""
+    def metrics_body(self, as_json: bool) -> tuple[bytes, bytes]:
+        """(content type, body) for the metrics route: Prometheus text, or the JSON document."""
         agent = self.ensure()
-        if path.endswith("/prometheus"):
-            return b"text/plain; version=0.0.4; charset=utf-8", agent.prometheus().encode()
-        return b"application/json", json.dumps(agent.metrics()).encode()
+        if as_json:
+            return b"application/json", json.dumps(agent.metrics()).encode()
+        return PROMETHEUS_CONTENT_TYPE, agent.prometheus().encode()
+
+
+PROMETHEUS_CONTENT_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
+
+
+def _wants_json(query: bytes) -> bool:
+    return b"format=json" in query.split(b"&")
 
 
 class _Middleware:
@@ -94,26 +103,32 @@ class _Middleware:
         interval: float = 1.0,
         csv: str | os.PathLike[str] | None = None,
         gc_events_csv: str | os.PathLike[str] | None = None,
-        metrics_path: str | None = None,
+        metrics_path: str | None = "/metrics",
         agent: _agent.Agent | None = None,
     ) -> None:
         self.app = app
         self.binding = _AgentBinding(agent, policy, interval, csv, gc_events_csv)
         self.metrics_path = metrics_path.rstrip("/") if metrics_path else None
 
-    def _is_metrics_path(self, path: str) -> bool:
-        return self.metrics_path is not None and path in (
-            self.metrics_path,
-            self.metrics_path + "/prometheus",
-        )
+    def _metrics_route(self, path: str, query: bytes) -> bool | None:
+        """None if ``path`` is not the metrics route; else whether JSON is asked for
+        (``<metrics_path>.json`` or ``?format=json``)."""
+        if self.metrics_path is None:
+            return None
+        if path == self.metrics_path:
+            return _wants_json(query)
+        if path == self.metrics_path + ".json":
+            return True
+        return None
 
 
 class NeuroGCMiddleware(_Middleware):
     """ASGI middleware. Starts the agent at lifespan start-up (or at the first request when the
     server runs without lifespan) and stops it at shutdown if it started it.
 
-    ``metrics_path``: serve the JSON metrics there and Prometheus text at ``<metrics_path>/prometheus``.
-    Works with ``app.add_middleware(NeuroGCMiddleware, policy=...)`` too.
+    ``metrics_path`` (default ``/metrics``): Prometheus text there, the JSON document at
+    ``<metrics_path>.json`` (or ``?format=json``); None serves neither. The same with
+    ``app.add_middleware(NeuroGCMiddleware, policy=...)``, which is what :func:`install` does.
     """
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
@@ -141,17 +156,18 @@ class NeuroGCMiddleware(_Middleware):
 
         await self.app(scope, lifespan_receive, lifespan_send)
 
-    async def _serve_metrics(self, path: str, send: Callable) -> None:
-        content_type, body = self.binding.metrics_body(path)
+    async def _serve_metrics(self, as_json: bool, send: Callable) -> None:
+        content_type, body = self.binding.metrics_body(as_json)
         headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
     async def _http(self, scope: dict, receive: Callable, send: Callable) -> None:
-        path = scope.get("path", "")
-        if self._is_metrics_path(path):
-            await self._serve_metrics(path, send)
-            return
+        if self.metrics_path is not None:
+            as_json = self._metrics_route(scope.get("path", ""), scope.get("query_string", b""))
+            if as_json is not None:
+                await self._serve_metrics(as_json, send)
+                return
         agent = self.binding.agent or self.binding.ensure()
         native = agent._native
         start = perf_counter_ns()
@@ -199,16 +215,19 @@ class NeuroGCMiddleware(_Middleware):
 
 class NeuroGCWSGIMiddleware(_Middleware):
     """WSGI middleware (Flask, Django under gunicorn). Starts the agent when constructed; with
-    gunicorn's fork model each worker gets its own sampler thread after the fork."""
+    gunicorn's fork model each worker gets its own sampler thread after the fork. ``metrics_path``
+    as for :class:`NeuroGCMiddleware`. For Flask, :func:`install` wraps ``app.wsgi_app``."""
 
     def __init__(self, app: Callable[..., Any], **options: Any) -> None:
         super().__init__(app, **options)
         self.binding.ensure()
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
-        path = environ.get("PATH_INFO", "")
-        if self._is_metrics_path(path):
-            content_type, body = self.binding.metrics_body(path)
+        as_json = self._metrics_route(
+            environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", "").encode("latin-1")
+        )
+        if as_json is not None:
+            content_type, body = self.binding.metrics_body(as_json)
             start_response(
                 "200 OK",
                 [("Content-Type", content_type.decode()), ("Content-Length", str(len(body)))],
@@ -284,27 +303,52 @@ class _CountingBody:
 
 
 def install(
-    app: Callable[..., Any],
+    app: Any,
     *,
     policy: str | None = None,
     interval: float = 1.0,
     csv: str | os.PathLike[str] | None = None,
     metrics_path: str | None = "/metrics",
     gc_events_csv: str | os.PathLike[str] | None = None,
-) -> NeuroGCMiddleware:
-    """Wraps an ASGI app with the NeuroGC middleware; the agent starts with the app.
+) -> Any:
+    """Adds the NeuroGC middleware to ``app`` and returns the app itself; the agent starts with it.
+
+    - FastAPI, Starlette (anything with ``add_middleware``): ``app.add_middleware(NeuroGCMiddleware,
+      ...)``, so routes and middleware can still be added to ``app`` afterwards.
+    - Flask (anything with a ``wsgi_app``): ``app.wsgi_app`` is wrapped in
+      :class:`NeuroGCWSGIMiddleware`; the agent starts now.
+    - A bare ASGI callable (a coroutine function, or an object whose ``__call__`` is one) comes back
+      wrapped in :class:`NeuroGCMiddleware`, any other callable in :class:`NeuroGCWSGIMiddleware`:
+      there is no app object to add the middleware to.
 
     ``policy=None`` means ``default``, or whatever agent ``neurogc run`` already started (whose
     own ``csv``/``gc_events_csv`` then apply). ``csv`` and ``gc_events_csv`` are as in
-    :func:`neurogc.start`.
-    ``metrics_path`` serves JSON there and Prometheus text at ``<metrics_path>/prometheus``;
-    pass None to serve neither (an app with its own ``/metrics`` route).
+    :func:`neurogc.start`. ``metrics_path``: Prometheus text there, JSON at
+    ``<metrics_path>.json``; pass None to serve neither (an app with its own ``/metrics`` route:
+    add :class:`neurogc.prometheus.NeuroGCCollector` to its registry instead).
     """
-    return NeuroGCMiddleware(
-        app,
-        policy=policy,
-        interval=interval,
-        csv=csv,
-        gc_events_csv=gc_events_csv,
-        metrics_path=metrics_path,
-    )
+    if policy is not None:
+        _native.validate_policy(policy)  # a bad spec fails here, not at the first request
+    options: dict[str, Any] = {
+        "policy": policy,
+        "interval": interval,
+        "csv": csv,
+        "gc_events_csv": gc_events_csv,
+        "metrics_path": metrics_path,
+    }
+    add_middleware = getattr(app, "add_middleware", None)
+    if callable(add_middleware):
+        add_middleware(NeuroGCMiddleware, **options)
+        return app
+    wsgi_app = getattr(app, "wsgi_app", None)
+    if callable(wsgi_app):
+        app.wsgi_app = NeuroGCWSGIMiddleware(wsgi_app, **options)
+        return app
+    if _is_asgi(app):
+        return NeuroGCMiddleware(app, **options)
+    return NeuroGCWSGIMiddleware(app, **options)
+
+
+def _is_asgi(app: Any) -> bool:
+    call = type(app).__call__ if callable(app) and not inspect.isroutine(app) else None
+    return inspect.iscoroutinefunction(app) or inspect.iscoroutinefunction(call)

@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use neurogc_core::csv_sink::{csv_path_for_process, CsvSink};
 use neurogc_core::gcstats::GcEvent;
-use neurogc_core::policy::{Action, PolicySpec};
+use neurogc_core::policy::{Action, GcControl, PolicySpec};
 use neurogc_core::process::ProcessReader;
+use neurogc_core::prometheus::{Live, ProcessFigures};
 use neurogc_core::sample::{Sample, Value};
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::intern;
@@ -37,6 +38,8 @@ pub struct NativeAgent {
     csv_template: Option<PathBuf>,
     gc_events_template: Option<PathBuf>,
     proc_root: PathBuf,
+    /// Reads this process' CPU time and memory for a scrape.
+    reader: ProcessReader,
     /// Replaced wholesale in a fork child: a lock a parent thread held at `fork()` stays held forever.
     current: Mutex<Arc<Shared>>,
     thread: Mutex<Option<JoinHandle<()>>>,
@@ -113,7 +116,7 @@ impl NativeAgent {
             Ok(actions) => actions,
             Err(e) => {
                 let _ = crate::pygc::PyGc::new(py, &shared)
-                    .and_then(|mut gc| original.restore(&mut gc));
+                    .and_then(|mut gc| original.restore(&mut gc, &shared.applied));
                 return Err(PyRuntimeError::new_err(format!(
                     "policy {:?} failed to start: {e}",
                     self.spec_text
@@ -121,6 +124,9 @@ impl NativeAgent {
             }
         };
         actions.extend(started);
+        shared
+            .policy_actions
+            .fetch_add(actions.len() as u64, Ordering::Relaxed);
         let now = Instant::now();
         let sampler = Sampler {
             shared: shared.clone(),
@@ -195,6 +201,7 @@ impl NativeAgent {
             interval: Duration::from_secs_f64(interval),
             csv_template: csv,
             gc_events_template: gc_events_csv,
+            reader: ProcessReader::new(&proc_root),
             proc_root,
             current: Mutex::new(Arc::new(Shared::default())),
             thread: Mutex::new(None),
@@ -242,7 +249,11 @@ impl NativeAgent {
         if let Some(stale) = lock(&self.thread).take() {
             std::mem::forget(stale);
         }
-        self.launch(py, Arc::new(Shared::default()), self.paths(true))
+        // What the parent's policy set is still set here; atomics, read without a lock.
+        let parent = self.shared();
+        let fresh = Arc::new(Shared::default());
+        fresh.applied.copy_from(&parent.applied);
+        self.launch(py, fresh, self.paths(true))
     }
 
     /// Counts a request in flight; returns the token `request_finished` takes to tell whether
@@ -321,36 +332,63 @@ impl NativeAgent {
         latest.map(|s| sample_to_dict(py, &s)).transpose()
     }
 
-    /// Totals since start: requests, bytes, collections and pauses per generation.
+    /// Totals since start, as they are now: requests, bytes, collections and pauses per generation.
     fn totals<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let totals = lock(&self.shared().totals).clone();
+        // Copied out before any Python object is made (no agent lock is held while allocating).
+        let totals = self.shared().totals();
         let dict = PyDict::new(py);
-        dict.set_item("requests", totals.requests)?;
-        dict.set_item("errors", totals.errors)?;
-        dict.set_item("bytes_in", totals.bytes_in)?;
-        dict.set_item("bytes_out", totals.bytes_out)?;
+        let r = &totals.requests;
+        dict.set_item("requests", r.requests)?;
+        dict.set_item("errors", r.errors)?;
+        dict.set_item("bytes_in", r.bytes_in)?;
+        dict.set_item("bytes_out", r.bytes_out)?;
         dict.set_item("policy_actions", totals.policy_actions)?;
         dict.set_item("policy_collections", totals.gc.policy_collections)?;
         dict.set_item("samples", totals.samples)?;
-        dict.set_item("requests_gc_overlap", totals.requests_gc_overlap)?;
-        dict.set_item("requests_gc2_overlap", totals.requests_gc2_overlap)?;
+        dict.set_item("requests_gc_overlap", r.gc_overlap)?;
+        dict.set_item("requests_gc2_overlap", r.gc2_overlap)?;
         dict.set_item("gc_events_dropped", totals.gc.events_dropped)?;
         for (g, gen) in totals.gc.generations.iter().enumerate() {
             dict.set_item(format!("gc{g}_collections"), gen.collections)?;
             dict.set_item(format!("gc{g}_collected"), gen.collected)?;
+            dict.set_item(format!("gc{g}_uncollectable"), gen.uncollectable)?;
             dict.set_item(format!("gc{g}_pause_ms_sum"), gen.pause_ms_sum)?;
             dict.set_item(format!("gc{g}_pause_ms_max"), gen.pause_ms_max)?;
         }
         Ok(dict)
     }
 
-    /// Prometheus text exposition.
-    fn prometheus(&self) -> String {
+    /// Prometheus text exposition, read at this moment. `process`: include this process' CPU
+    /// time and memory under prometheus_client's `process_*` names (not where a registry's
+    /// process collector reports them).
+    #[pyo3(signature = (process=true))]
+    fn prometheus(&self, py: Python<'_>, process: bool) -> String {
         let shared = self.shared();
-        let mut totals = lock(&shared.totals).clone();
-        totals.serves_requests = shared.serves_requests.load(Ordering::Relaxed);
-        let latest = lock(&shared.latest).clone();
-        neurogc_core::prometheus::render(&totals, latest.as_ref(), &lock(&self.effective_policy))
+        // The collector's state first: no agent lock is held across a call into `gc`.
+        let (gc_enabled, gc_count, gc_threshold) = match crate::pygc::PyGc::new(py, &shared) {
+            Ok(mut gc) => (gc.is_enabled().ok(), gc.count().ok(), gc.threshold().ok()),
+            Err(_) => (None, None, None),
+        };
+        let policy = lock(&self.effective_policy).clone();
+        py.detach(|| {
+            let figures = process.then(|| {
+                let counters = self.reader.read();
+                ProcessFigures {
+                    cpu_seconds: self.reader.cpu_seconds(&counters),
+                    resident_memory_bytes: counters.rss_bytes,
+                }
+            });
+            let live = Live {
+                pid: std::process::id(),
+                policy,
+                in_flight: shared.in_flight.load(Ordering::Relaxed),
+                gc_enabled,
+                gc_count,
+                gc_threshold,
+                process: figures,
+            };
+            neurogc_core::prometheus::render(&shared.totals(), &live)
+        })
     }
 
     /// The policy in force (`default` if the requested one fell back).

@@ -7,7 +7,7 @@ use neurogc_core::policy::{Collector, GcControl, GcError, Intent};
 use pyo3::prelude::*;
 use pyo3::types::PyModule;
 
-use crate::shared::{lock, Shared};
+use crate::shared::{lock, Applied, Shared};
 
 pub struct PyGc<'py, 'a> {
     gc: Bound<'py, PyModule>,
@@ -61,7 +61,9 @@ impl GcControl for PyGc<'_, '_> {
 
     fn set_enabled(&mut self, enabled: bool) -> Result<(), GcError> {
         let method = if enabled { "enable" } else { "disable" };
-        self.gc.call_method0(method).map(|_| ()).map_err(rendered)
+        self.gc.call_method0(method).map(|_| ()).map_err(rendered)?;
+        self.shared.applied.set_enabled(enabled);
+        Ok(())
     }
 
     fn threshold(&mut self) -> Result<[u64; 3], GcError> {
@@ -81,8 +83,11 @@ impl GcControl for PyGc<'_, '_> {
     fn set_threshold(&mut self, t: [u64; 3]) -> Result<(), GcError> {
         self.gc
             .call_method1("set_threshold", (t[0], t[1], t[2]))
-            .map(|_| ())
-            .map_err(rendered)
+            .map_err(rendered)?;
+        // As it reads back (an interpreter may keep fewer values than were set).
+        let now = self.threshold()?;
+        self.shared.applied.set_threshold(now);
+        Ok(())
     }
 
     fn freeze(&mut self) -> Result<(), GcError> {
@@ -120,7 +125,9 @@ impl GcControl for PyGc<'_, '_> {
     }
 }
 
-/// The collector's settings before the agent touched them; restored at stop and on failure.
+/// The collector's settings before the agent touched them; restored at stop and on failure, each
+/// only if the policy changed it and it still reads as the policy left it: what the application
+/// set in between is its own (`default`, which changes nothing, restores nothing).
 #[derive(Clone, Copy, Debug)]
 pub struct OriginalGc {
     enabled: bool,
@@ -135,8 +142,17 @@ impl OriginalGc {
         })
     }
 
-    pub fn restore(&self, gc: &mut dyn GcControl) -> Result<(), GcError> {
-        gc.set_threshold(self.threshold)?;
-        gc.set_enabled(self.enabled)
+    pub fn restore(&self, gc: &mut dyn GcControl, applied: &Applied) -> Result<(), GcError> {
+        if let Some(set) = applied.threshold() {
+            if gc.threshold()? == set {
+                gc.set_threshold(self.threshold)?;
+            }
+        }
+        if let Some(set) = applied.enabled() {
+            if gc.is_enabled()? == set {
+                gc.set_enabled(self.enabled)?;
+            }
+        }
+        Ok(())
     }
 }

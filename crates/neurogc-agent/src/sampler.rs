@@ -89,8 +89,8 @@ impl Sampler {
         }
         let failure = self.shared.failure();
         let restored = Python::try_attach(|py| {
-            let restore =
-                PyGc::new(py, &self.shared).and_then(|mut gc| self.original.restore(&mut gc));
+            let restore = PyGc::new(py, &self.shared)
+                .and_then(|mut gc| self.original.restore(&mut gc, &self.shared.applied));
             if let Some(reason) = &failure {
                 let mut message = format!(
                     "NeuroGC agent disabled after an internal failure ({reason}); the service keeps running with its original GC settings"
@@ -121,10 +121,9 @@ impl Sampler {
                 if self.last_sample.elapsed() >= Duration::from_millis(1) {
                     return self.take_sample(true);
                 }
-                // Too short for a sample, but its collections still reach the totals and the
-                // events CSV.
+                // Too short for a sample, but its collections still reach the events CSV (the
+                // totals counted them as they ended).
                 let window = self.shared.take_gc_window(true);
-                lock(&self.shared.totals).gc.add(&window);
                 self.write_gc_events(&window);
                 return Ok(Interpreter::Alive);
             }
@@ -208,6 +207,9 @@ impl Sampler {
             .policy
             .tick(gc, obs)
             .map_err(|e| format!("policy {} failed: {e}", self.policy.spec()))?;
+        self.shared
+            .policy_actions
+            .fetch_add(actions.len() as u64, Ordering::Relaxed);
         self.actions.extend(actions);
         Ok(())
     }
@@ -283,17 +285,8 @@ impl Sampler {
         // Request figures exist only where a middleware counts them.
         let served = self.shared.serves_requests.load(Ordering::Relaxed);
         let per_s = |n: u64| served.then_some(n as f64 / elapsed);
-        {
-            let mut totals = lock(&self.shared.totals);
-            totals.requests += requests.requests;
-            totals.errors += requests.errors;
-            totals.bytes_in += requests.bytes_in;
-            totals.bytes_out += requests.bytes_out;
-            totals.requests_gc_overlap += requests.gc_overlap;
-            totals.requests_gc2_overlap += requests.gc2_overlap;
-            totals.gc.add(&gc_window);
-            totals.samples += 1;
-        }
+        // The request and GC totals were counted as each request and collection ended.
+        self.shared.samples.fetch_add(1, Ordering::Relaxed);
         self.last_sample = now;
         self.last_counters = counters;
         let sample = Sample {
@@ -351,7 +344,6 @@ impl Sampler {
             sample.policy_reason = last.reason.clone();
         }
         sample.policy_actions = self.actions.len() as u64;
-        lock(&self.shared.totals).policy_actions += self.actions.len() as u64;
         self.actions.clear();
         Ok(())
     }

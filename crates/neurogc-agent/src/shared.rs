@@ -6,11 +6,11 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
-use neurogc_core::gcstats::{CollectionCause, GcEvent, GcWindow};
+use neurogc_core::gcstats::{CollectionCause, GcEvent, GcTotals, GcWindow};
 use neurogc_core::latency::RequestWindow;
 use neurogc_core::overlap::GcEpochs;
 use neurogc_core::policy::Intent;
-use neurogc_core::prometheus::AgentTotals;
+use neurogc_core::prometheus::{AgentTotals, RequestTotals};
 use neurogc_core::sample::Sample;
 use neurogc_core::traffic::ArrivalRing;
 pub use neurogc_units::unix_now;
@@ -28,6 +28,8 @@ struct Pending {
 pub struct GcState {
     pending: Option<Pending>,
     pub window: GcWindow,
+    /// Since the agent started: counted with the window, so a scrape reads them current.
+    pub totals: GcTotals,
     /// Set when the sampler took its last window: later collections are not recorded, so every
     /// recorded one reaches a sample and the events CSV.
     closed: bool,
@@ -37,9 +39,64 @@ pub struct GcState {
 pub const FAULT_SAMPLER_PANIC: u8 = 1;
 pub const FAULT_REQUEST_PANIC: u8 = 2;
 
+/// Finished requests: the interval's window (taken by the sampler) and the totals since start,
+/// both counted under one lock as each request ends.
+#[derive(Default)]
+pub struct Requests {
+    pub window: RequestWindow,
+    pub totals: RequestTotals,
+}
+
+/// What the policy set the collector to, as read back right after it set it: at stop, a setting
+/// is restored only if the policy changed it and it still reads so (the application may have
+/// changed it since). Atomics, so a fork child can read its parent's without a lock.
+#[derive(Default)]
+pub struct Applied {
+    threshold_set: AtomicBool,
+    threshold: [AtomicU64; 3],
+    /// 0: never set; 1: disabled; 2: enabled.
+    enabled: AtomicU8,
+}
+
+impl Applied {
+    pub fn set_threshold(&self, threshold: [u64; 3]) {
+        for (slot, t) in self.threshold.iter().zip(threshold) {
+            slot.store(t, Ordering::Relaxed);
+        }
+        self.threshold_set.store(true, Ordering::Relaxed);
+    }
+
+    pub fn threshold(&self) -> Option<[u64; 3]> {
+        self.threshold_set
+            .load(Ordering::Relaxed)
+            .then(|| std::array::from_fn(|i| self.threshold[i].load(Ordering::Relaxed)))
+    }
+
+    pub fn set_enabled(&self, enabled: bool) {
+        self.enabled.store(1 + u8::from(enabled), Ordering::Relaxed);
+    }
+
+    pub fn enabled(&self) -> Option<bool> {
+        match self.enabled.load(Ordering::Relaxed) {
+            0 => None,
+            v => Some(v == 2),
+        }
+    }
+
+    /// Takes over another's record (a fork child inherits what its parent's policy set).
+    pub fn copy_from(&self, other: &Applied) {
+        if let Some(t) = other.threshold() {
+            self.set_threshold(t);
+        }
+        if let Some(e) = other.enabled() {
+            self.set_enabled(e);
+        }
+    }
+}
+
 #[derive(Default)]
 pub struct Shared {
-    pub requests: Mutex<RequestWindow>,
+    pub requests: Mutex<Requests>,
     pub gc: Mutex<GcState>,
     pub in_flight: AtomicI64,
     /// A middleware feeds this agent requests: without one, request columns are unmeasured.
@@ -57,7 +114,11 @@ pub struct Shared {
     /// Why the policy runs the collection under way (set with `policy_collecting`).
     pub policy_intent: Mutex<Option<Intent>>,
     pub latest: Mutex<Option<Sample>>,
-    pub totals: Mutex<AgentTotals>,
+    /// Samples taken and policy actions, since start.
+    pub samples: AtomicU64,
+    pub policy_actions: AtomicU64,
+    /// What the policy set the collector to (see [`Applied`]).
+    pub applied: Applied,
     stop_requested: Mutex<bool>,
     wake: Condvar,
     failed_flag: AtomicBool,
@@ -141,7 +202,25 @@ impl Shared {
         token: Option<u64>,
     ) {
         let overlap = token.map(|t| self.epochs.overlap(t)).unwrap_or_default();
-        lock(&self.requests).record(latency_ns, bytes_in, bytes_out, error, overlap);
+        let mut requests = lock(&self.requests);
+        requests
+            .window
+            .record(latency_ns, bytes_in, bytes_out, error, overlap);
+        requests
+            .totals
+            .record(latency_ns, bytes_in, bytes_out, error, overlap);
+    }
+
+    /// The totals since start, as they are now (each read under its own lock: a value never
+    /// moves between them, so a reading is never lower than an earlier one).
+    pub fn totals(&self) -> AgentTotals {
+        AgentTotals {
+            requests: lock(&self.requests).totals.clone(),
+            gc: lock(&self.gc).totals.clone(),
+            policy_actions: self.policy_actions.load(Ordering::Relaxed),
+            samples: self.samples.load(Ordering::Relaxed),
+            serves_requests: self.serves_requests.load(Ordering::Relaxed),
+        }
     }
 
     pub fn gc_started(&self, generation: u8) {
@@ -185,7 +264,7 @@ impl Shared {
             ),
             _ => (0, unix_now(), None),
         };
-        gc.window.record(GcEvent {
+        let event = GcEvent {
             start_time,
             generation,
             pause_ns,
@@ -194,7 +273,11 @@ impl Shared {
             cause,
             in_flight,
             intent,
-        });
+        };
+        let dropped_before = gc.window.dropped_events;
+        gc.window.record(event);
+        let dropped = gc.window.dropped_events > dropped_before;
+        gc.totals.record(&event, dropped);
     }
 
     /// Collections finished per generation since start.
@@ -212,6 +295,6 @@ impl Shared {
     }
 
     pub fn take_request_window(&self) -> RequestWindow {
-        std::mem::take(&mut *lock(&self.requests))
+        std::mem::take(&mut lock(&self.requests).window)
     }
 }

@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use crate::policy::{Intent, Trigger};
+use crate::prometheus::{Histogram, GC_PAUSE_BUCKETS};
 use crate::sample::read::{BadRows, Cell, ColumnKind, CsvTable, ReadError};
 use crate::sample::GenerationSample;
 
@@ -177,14 +178,7 @@ impl GcWindow {
     pub const MAX_EVENTS: usize = 10_000;
 
     pub fn record(&mut self, event: GcEvent) {
-        let g = usize::from(event.generation).min(GENERATIONS - 1);
-        let gen = &mut self.generations[g];
-        let pause_ms = event.pause_ns as f64 / 1e6;
-        gen.collections += 1;
-        gen.collected += event.collected;
-        gen.uncollectable += event.uncollectable;
-        gen.pause_ms_sum += pause_ms;
-        gen.pause_ms_max = gen.pause_ms_max.max(pause_ms);
+        count(&mut self.generations, &event);
         self.policy_collections += u64::from(event.cause == CollectionCause::Policy);
         if self.events.len() < Self::MAX_EVENTS {
             self.events.push(event);
@@ -198,27 +192,49 @@ impl GcWindow {
     }
 }
 
-/// Totals since the agent started, for the Prometheus counters.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// Adds one collection to per-generation figures.
+fn count(generations: &mut [GenerationSample; GENERATIONS], event: &GcEvent) {
+    let gen = &mut generations[usize::from(event.generation).min(GENERATIONS - 1)];
+    let pause_ms = event.pause_ns as f64 / 1e6;
+    gen.collections += 1;
+    gen.collected += event.collected;
+    gen.uncollectable += event.uncollectable;
+    gen.pause_ms_sum += pause_ms;
+    gen.pause_ms_max = gen.pause_ms_max.max(pause_ms);
+}
+
+/// Totals since the agent started, for the Prometheus counters: updated at each collection, so
+/// a scrape reads them as they are.
+#[derive(Clone, Debug, PartialEq)]
 pub struct GcTotals {
     pub generations: [GenerationSample; GENERATIONS],
+    /// Pauses in seconds, by generation ([`GC_PAUSE_BUCKETS`]).
+    pub pauses: [Histogram; GENERATIONS],
     pub policy_collections: u64,
     /// Events not kept because a window hit [`GcWindow::MAX_EVENTS`] (missing from the events CSV;
     /// the per-generation counts include them).
     pub events_dropped: u64,
 }
 
-impl GcTotals {
-    pub fn add(&mut self, window: &GcWindow) {
-        for (total, w) in self.generations.iter_mut().zip(window.generations.iter()) {
-            total.collections += w.collections;
-            total.collected += w.collected;
-            total.uncollectable += w.uncollectable;
-            total.pause_ms_sum += w.pause_ms_sum;
-            total.pause_ms_max = total.pause_ms_max.max(w.pause_ms_max);
+impl Default for GcTotals {
+    fn default() -> Self {
+        GcTotals {
+            generations: Default::default(),
+            pauses: std::array::from_fn(|_| Histogram::new(&GC_PAUSE_BUCKETS)),
+            policy_collections: 0,
+            events_dropped: 0,
         }
-        self.policy_collections += window.policy_collections;
-        self.events_dropped += window.dropped_events;
+    }
+}
+
+impl GcTotals {
+    /// Counts one collection; `dropped`: its event did not fit in its window.
+    pub fn record(&mut self, event: &GcEvent, dropped: bool) {
+        count(&mut self.generations, event);
+        self.pauses[usize::from(event.generation).min(GENERATIONS - 1)]
+            .observe(event.pause_ns as f64 / 1e9);
+        self.policy_collections += u64::from(event.cause == CollectionCause::Policy);
+        self.events_dropped += u64::from(dropped);
     }
 }
 
@@ -331,11 +347,21 @@ mod tests {
             w.generations[0].collections as usize,
             GcWindow::MAX_EVENTS + 5
         );
-        let mut totals = GcTotals::default();
-        totals.add(&w);
-        assert_eq!(totals.events_dropped, 5);
         // Policy collections are counted even when their event was dropped.
-        assert_eq!(totals.policy_collections as usize, GcWindow::MAX_EVENTS + 5);
+        assert_eq!(w.policy_collections as usize, GcWindow::MAX_EVENTS + 5);
+    }
+
+    #[test]
+    fn totals_count_every_collection_with_its_pause_in_seconds() {
+        let mut totals = GcTotals::default();
+        totals.record(&ev(2, 3_000_000, 7), false);
+        totals.record(&ev(0, 40_000, 1), true);
+        assert_eq!(totals.generations[2].collected, 7);
+        assert_eq!((totals.pauses[2].count, totals.pauses[0].count), (1, 1));
+        assert!((totals.pauses[2].sum - 0.003).abs() < 1e-12);
+        assert_eq!(totals.pauses[2].cumulative().nth(5), Some((0.0025, 0)));
+        assert_eq!(totals.pauses[2].cumulative().nth(6), Some((0.005, 1)));
+        assert_eq!(totals.events_dropped, 1);
     }
 
     #[test]

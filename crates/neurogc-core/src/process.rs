@@ -51,6 +51,13 @@ impl ProcessReader {
         }
     }
 
+    /// CPU time (user + system) in `counters`, in seconds.
+    pub fn cpu_seconds(&self, counters: &ProcessCounters) -> Option<f64> {
+        counters
+            .cpu_ticks
+            .map(|ticks| ticks as f64 / self.clock_ticks_per_s)
+    }
+
     pub fn mem_total_bytes(&self) -> Option<u64> {
         self.mem_total_bytes
     }
@@ -200,7 +207,10 @@ mod tests {
         // /proc counts in clock ticks (10 ms): two ticks of slack at each end.
         let slack = 2.0 * 0.01 / wall * 100.0 * 2.0;
         assert!(expected > 5.0, "the loop ran: {expected} %");
-        assert!((cpu - expected).abs() <= slack, "cpu {cpu} %, the process used {expected} %");
+        assert!(
+            (cpu - expected).abs() <= slack,
+            "cpu {cpu} %, the process used {expected} %"
+        );
     }
 
     #[test]

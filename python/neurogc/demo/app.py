@@ -1,7 +1,8 @@
 """The seed's demo service, offline, with a second scenario for the large-heap story.
 
 Endpoints (as in the seed): ``/cpu-heavy``, ``/memory-heavy``, ``/network-heavy``, ``/io-heavy``,
-``/health``, ``/metrics`` (JSON; Prometheus text at ``/metrics/prometheus``).
+``/health``, ``/metrics`` (Prometheus text; the seed's JSON at ``/metrics.json`` or
+``/metrics?format=json``).
 
 ``/memory-heavy`` builds reference cycles on purpose: without cycles reference counting frees
 everything and the cyclic GC has nothing to do (seed 000). Scenario ``large-heap`` adds the
@@ -21,7 +22,7 @@ import sys
 import tempfile
 from typing import Any
 
-from fastapi import FastAPI, Response
+from fastapi import FastAPI, Request, Response
 
 from ..workloads.large_heap import DEFAULT_HEAP_OBJECTS, LargeHeap, add_routes
 
@@ -115,8 +116,9 @@ def create_app(
     heap_objects: int = DEFAULT_HEAP_OBJECTS,
     agent_enabled: bool = True,
 ) -> FastAPI:
-    """The demo app. With ``agent_enabled`` its ``/metrics`` route reports the running agent's
-    metrics; the caller wraps the app with :func:`neurogc.install`."""
+    """The demo app. With ``agent_enabled`` its ``/metrics`` routes report the running agent's
+    metrics (as the middleware's would; without the agent they answer 503); the caller adds the
+    middleware with :func:`neurogc.install` (``metrics_path=None``)."""
     if scenario not in SCENARIOS:
         raise ValueError(f"unknown scenario {scenario!r}; known: {', '.join(SCENARIOS)}")
     if heap_objects < 0:
@@ -178,11 +180,13 @@ def create_app(
     if large_heap is not None:
         add_routes(app, large_heap)
 
-    @app.get("/metrics")
-    async def metrics() -> Any:
+    def running_agent() -> Any:
         import neurogc
 
-        agent = neurogc.current() if agent_enabled else None
+        return neurogc.current() if agent_enabled else None
+
+    def metrics_json() -> Any:
+        agent = running_agent()
         if agent is None:
             return Response(
                 content='{"agent": null, "error": "this server runs without the NeuroGC agent"}',
@@ -191,13 +195,17 @@ def create_app(
             )
         return agent.metrics()
 
-    @app.get("/metrics/prometheus")
-    async def prometheus() -> Response:
-        import neurogc
-
-        agent = neurogc.current() if agent_enabled else None
+    @app.get("/metrics")
+    async def metrics(request: Request) -> Any:
+        if request.query_params.get("format") == "json":
+            return metrics_json()
+        agent = running_agent()
         if agent is None:
             return Response("# this server runs without the NeuroGC agent\n", status_code=503)
         return Response(agent.prometheus(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    @app.get("/metrics.json")
+    async def metrics_document() -> Any:
+        return metrics_json()
 
     return app
