@@ -135,8 +135,13 @@ def _up(base: str) -> bool:
 
 
 def test_middleware_rejects_a_bad_policy_at_construction():
-    with pytest.raises(ValueError, match='invalid policy spec "periodic"'):
-        neurogc.install(lambda *a: None, policy="periodic")
+    from fastapi import FastAPI
+    from flask import Flask
+
+    # A FastAPI app builds its middleware at the first request: install checks the spec itself.
+    for app in (lambda *a: None, FastAPI(), Flask(__name__)):
+        with pytest.raises(ValueError, match='invalid policy spec "periodic"'):
+            neurogc.install(app, policy="periodic")
 
 
 def test_asgi_middleware_adds_little_per_request(clean_gc):
