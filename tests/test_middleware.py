@@ -45,8 +45,9 @@ def test_wsgi_middleware_counts_requests_errors_and_bytes(clean_gc):
         )
         assert totals["errors"] == 1
         assert totals["bytes_out"] >= 20 * 1000
-        status, body = http_get(base + "/metrics.json")
-        assert status == 200 and json.loads(body)["agent"]["policy"] == "threshold:3000"
+        for path in ("/metrics.json", "/metrics?format=json"):
+            status, body = http_get(base + path)
+            assert status == 200 and json.loads(body)["agent"]["policy"] == "threshold:3000"
         status, text = http_get(base + "/metrics")
         assert f'neurogc_request_errors_total{{pid="{os.getpid()}"}} 1'.encode() in text
     finally:

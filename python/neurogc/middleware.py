@@ -88,10 +88,6 @@ class _AgentBinding:
 PROMETHEUS_CONTENT_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
 
 
-def _wants_json(query: bytes) -> bool:
-    return b"format=json" in query.split(b"&")
-
-
 class _Middleware:
     """What the ASGI and WSGI flavours share: the wrapped app, the agent binding, the metrics route."""
 
@@ -109,17 +105,15 @@ class _Middleware:
         self.app = app
         self.binding = _AgentBinding(agent, policy, interval, csv, gc_events_csv)
         self.metrics_path = metrics_path.rstrip("/") if metrics_path else None
+        self._json_path = None if self.metrics_path is None else self.metrics_path + ".json"
 
-    def _metrics_route(self, path: str, query: bytes) -> bool | None:
-        """None if ``path`` is not the metrics route; else whether JSON is asked for
-        (``<metrics_path>.json`` or ``?format=json``)."""
-        if self.metrics_path is None:
-            return None
-        if path == self.metrics_path:
-            return _wants_json(query)
-        if path == self.metrics_path + ".json":
-            return True
-        return None
+    def _is_metrics(self, path: str) -> bool:
+        return path == self.metrics_path or path == self._json_path
+
+    def _as_json(self, path: str, query: bytes) -> bool:
+        """On the metrics route: whether the JSON document is asked for (``<metrics_path>.json``
+        or ``?format=json``) rather than Prometheus text."""
+        return path == self._json_path or b"format=json" in query.split(b"&")
 
 
 class NeuroGCMiddleware(_Middleware):
@@ -163,11 +157,10 @@ class NeuroGCMiddleware(_Middleware):
         await send({"type": "http.response.body", "body": body})
 
     async def _http(self, scope: dict, receive: Callable, send: Callable) -> None:
-        if self.metrics_path is not None:
-            as_json = self._metrics_route(scope.get("path", ""), scope.get("query_string", b""))
-            if as_json is not None:
-                await self._serve_metrics(as_json, send)
-                return
+        path = scope.get("path", "")
+        if self._is_metrics(path):
+            await self._serve_metrics(self._as_json(path, scope.get("query_string", b"")), send)
+            return
         agent = self.binding.agent or self.binding.ensure()
         native = agent._native
         start = perf_counter_ns()
@@ -223,11 +216,10 @@ class NeuroGCWSGIMiddleware(_Middleware):
         self.binding.ensure()
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
-        as_json = self._metrics_route(
-            environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", "").encode("latin-1")
-        )
-        if as_json is not None:
-            content_type, body = self.binding.metrics_body(as_json)
+        path = environ.get("PATH_INFO", "")
+        if self._is_metrics(path):
+            query = environ.get("QUERY_STRING", "").encode("latin-1")
+            content_type, body = self.binding.metrics_body(self._as_json(path, query))
             start_response(
                 "200 OK",
                 [("Content-Type", content_type.decode()), ("Content-Length", str(len(body)))],
