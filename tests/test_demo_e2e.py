@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -87,17 +89,21 @@ def test_cpu_percent_is_sane_under_a_cpu_heavy_loop(demo_server):
         t.start()
     try:
         time.sleep(0.6)  # past the first, partly idle interval
+        used, started = process_cpu_s(server.process.pid), time.monotonic()
         samples = []
         for _ in range(3):
             time.sleep(0.25)
             samples.append(server.metrics()["cpu"])
+        share = (process_cpu_s(server.process.pid) - used) / (time.monotonic() - started) * 100
     finally:
         stop.set()
         for t in threads:
             t.join()
     # One event loop on one core: busy, but not more than one core (plus the upstream's nothing).
+    # On a machine busy with other work the server gets less than a core: the samples must say
+    # what it got (measured here from /proc), not more.
     best = max(samples)
-    assert 60 <= best <= 130, samples
+    assert min(60, 0.7 * share) <= best <= 130, (samples, share)
     idle = wait_for(
         lambda: (c := server.metrics()["cpu"]) is not None and c < 30 and [c], 5, "idle"
     )
@@ -141,3 +147,9 @@ def test_bad_arguments_fail_fast(args, message):
     )
     assert r.returncode == 2
     assert message in r.stderr
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far, from /proc (fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
