@@ -1,7 +1,9 @@
 //! The small grammars and formats every NeuroGC crate shares, so that a duration means the same
 //! in a policy spec and in a command-line flag, and a run is named the same way everywhere.
 //!
-//! - [`parse_duration`]: `30`, `1.5`, `250ms`, `30s`, `2m`, `1m30s`, `1h`.
+//! - [`parse_duration`]: `30`, `1.5`, `250ms`, `30s`, `2m`, `1m30s`, `1m 30s`, `1h`: every
+//!   duration a flag, a policy spec or a task file takes (bare numbers are seconds).
+//! - [`fmt_clock`]: a time left, `4:05` or `1:02:03`, for an ETA.
 //! - [`parse_size`]: `1048576`, `800K`, `512M`, `1.5GiB`.
 //! - [`unix_now`], [`unix`], [`utc_fields`], [`utc_stamp`], [`utc_text`], [`utc_iso`]: times
 //!   without a date library.
@@ -16,8 +18,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub const MAX_DURATION: Duration = Duration::from_secs(366 * 86_400);
 
 /// Parses a duration: a bare number of seconds (`30`, `1.5`) or numbers with units `h`, `m`, `s`,
-/// `ms`, in any sequence (`1m30s`, `250ms`, `1.5s`). Negative, non-finite and over-a-year
-/// durations are refused; the message quotes the input.
+/// `ms`, in any sequence (`1m30s`, `250ms`, `1.5s`), spaces allowed between them (`1m 30s`,
+/// `500 ms`). Negative, non-finite and over-a-year durations are refused; the message quotes
+/// the input. The one duration grammar: flags, policy specs and task files all use it.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let trimmed = text.trim();
     if trimmed.is_empty() {
@@ -26,24 +29,26 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let total = match trimmed.parse::<f64>() {
         Ok(secs) => secs,
         Err(_) => {
+            let bad = || format!("{text:?} is not a duration (e.g. 30, 1.5s, 500ms, 2m, 1m30s)");
             let mut total = 0.0;
             let mut rest = trimmed;
             while !rest.is_empty() {
                 let num_len = rest
                     .find(|c: char| !(c.is_ascii_digit() || c == '.'))
                     .unwrap_or(rest.len());
-                let unit_len = rest[num_len..]
+                let value: f64 = rest[..num_len].parse().map_err(|_| bad())?;
+                let after = rest[num_len..].trim_start();
+                let unit_len = after
                     .find(|c: char| !c.is_ascii_alphabetic())
-                    .unwrap_or(rest.len() - num_len);
-                let (num, unit) = (&rest[..num_len], &rest[num_len..num_len + unit_len]);
-                let value: f64 = num.parse().map_err(|_| {
-                    format!("{text:?} is not a duration (e.g. 30, 1.5s, 500ms, 2m, 1m30s)")
-                })?;
+                    .unwrap_or(after.len());
+                let unit = &after[..unit_len];
                 let scale = match unit {
                     "h" => 3600.0,
                     "m" => 60.0,
                     "s" => 1.0,
                     "ms" => 0.001,
+                    // A number needs its unit unless it is the whole text (`30`, handled above).
+                    "" => return Err(bad()),
                     _ => {
                         return Err(format!(
                             "unknown unit {unit:?} in {text:?} (use h, m, s or ms)"
@@ -51,7 +56,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
                     }
                 };
                 total += value * scale;
-                rest = &rest[num_len + unit_len..];
+                rest = after[unit_len..].trim_start();
             }
             total
         }
@@ -153,6 +158,21 @@ pub fn slug(label: &str) -> String {
     }
 }
 
+/// A time left for an ETA: `0:42`, `12:05` (minutes:seconds), `1:02:03` from an hour on;
+/// `-:--` when unknown (negative or not finite).
+pub fn fmt_clock(secs: f64) -> String {
+    if !secs.is_finite() || secs < 0.0 {
+        return "-:--".into();
+    }
+    let s = secs.round() as u64;
+    let (h, m, s) = (s / 3600, s / 60 % 60, s % 60);
+    if h > 0 {
+        format!("{h}:{m:02}:{s:02}")
+    } else {
+        format!("{m}:{s:02}")
+    }
+}
+
 /// Milliseconds for a terminal table: `-` when unmeasured, three significant digits or so.
 pub fn fmt_ms(v: Option<f64>) -> String {
     match v {
@@ -178,13 +198,35 @@ mod tests {
         assert_eq!(d("1m30s"), Duration::from_secs(90));
         assert_eq!(d(" 1h "), Duration::from_secs(3600));
         assert_eq!(d("0"), Duration::ZERO);
-        for bad in ["", "-1", "nan", "inf", "soon", "5x", "1e30", "400d"] {
+        for bad in [
+            "", "-1", "nan", "inf", "soon", "5x", "1e30", "400d", "1m30", "m", "1..5s", "1 2s",
+        ] {
             let e = parse_duration(bad).unwrap_err();
             assert!(
                 e.contains(&format!("{bad:?}")) || bad.is_empty(),
                 "{bad}: {e}"
             );
         }
+    }
+
+    #[test]
+    fn one_grammar_with_or_without_spaces() {
+        let d = |s: &str| parse_duration(s).unwrap();
+        assert_eq!(d("1m 30s"), Duration::from_secs(90));
+        assert_eq!(d("500 ms"), Duration::from_millis(500));
+        assert_eq!(d("1h 2m 3.5s"), Duration::from_secs_f64(3723.5));
+        assert_eq!(d("0.25"), d("250ms"));
+        assert_eq!(d("90"), d("1m30s"));
+    }
+
+    #[test]
+    fn clocks() {
+        assert_eq!(fmt_clock(0.0), "0:00");
+        assert_eq!(fmt_clock(42.4), "0:42");
+        assert_eq!(fmt_clock(725.0), "12:05");
+        assert_eq!(fmt_clock(3723.0), "1:02:03");
+        assert_eq!(fmt_clock(f64::NAN), "-:--");
+        assert_eq!(fmt_clock(-1.0), "-:--");
     }
 
     #[test]

@@ -15,12 +15,14 @@ use super::{
 };
 
 /// The policies this build knows: the one list that error messages, the command line's help
-/// and the Python package's docstring show.
+/// and the Python package's docstring show. Every DURATION is `neurogc_units::parse_duration`'s
+/// (`30`, `1m30s`, `500ms`: a bare number is seconds), as on the command line.
 pub const KNOWN_POLICIES: &str = "default, threshold:T0[,T1[,T2]], \
-     periodic:SECS[,rss=SIZE][,young=COUNT][,check=SECS], freeze[:WARMUP_SECS], \
+     periodic:DURATION[,rss=SIZE][,young=COUNT][,check=DURATION], freeze[:WARMUP], \
      neurogc-seed:MODEL_DIR[,threshold=T], \
-     neurogc[,warmup=SECS][,freeze=on|off][,quiet=P][,max_wait=SECS][,growth=F][,pause=MS][,cpu=F][,rss=SIZE][,young=auto|off|N], \
-     gc-off (a bound for bounded runs, no guard)";
+     neurogc[,warmup=DURATION][,freeze=on|off][,quiet=P][,max_wait=DURATION][,growth=F][,pause=DURATION][,cpu=F][,rss=SIZE][,young=auto|off|N], \
+     gc-off (a bound for bounded runs, no guard); \
+     a DURATION is 30 (seconds), 1m30s, 500ms";
 
 /// Default warm-up before `freeze` collects and freezes.
 pub const DEFAULT_FREEZE_WARMUP: Duration = Duration::from_secs(5);
@@ -173,7 +175,7 @@ impl FromStr for PolicySpec {
             "periodic" => {
                 let [secs] = positional[..] else {
                     return Err(err(
-                        "periodic takes one interval in seconds, e.g. periodic:30".into(),
+                        "periodic takes one interval, e.g. periodic:30 or periodic:1m30s".into(),
                     ));
                 };
                 let every = parse_duration(secs).map_err(&err)?;
@@ -190,7 +192,11 @@ impl FromStr for PolicySpec {
                 let warmup = match positional[..] {
                     [] => DEFAULT_FREEZE_WARMUP,
                     [w] => parse_duration(w).map_err(&err)?,
-                    _ => return Err(err("freeze takes at most one warm-up in seconds".into())),
+                    _ => {
+                        return Err(err(
+                            "freeze takes at most one warm-up, e.g. freeze:5s".into()
+                        ))
+                    }
                 };
                 Ok(PolicySpec::Freeze { warmup })
             }
@@ -271,7 +277,7 @@ fn parse_guard(options: &[(&str, &str)]) -> Result<GuardConfig, String> {
             }
             other => {
                 return Err(format!(
-                    "unknown option {other:?}; the memory guard takes rss=SIZE, young=COUNT, check=SECS"
+                    "unknown option {other:?}; the memory guard takes rss=SIZE, young=COUNT, check=DURATION"
                 ))
             }
         }
@@ -450,6 +456,47 @@ mod tests {
                 threshold: None
             }
         );
+    }
+
+    /// Every duration in a spec is the command line's (`neurogc_units::parse_duration`): units,
+    /// compound forms and bare seconds alike.
+    #[test]
+    fn spec_durations_are_the_command_lines() {
+        let d = |s: &str| parse_duration(s).unwrap();
+        for text in ["1m30s", "90", "90s", "1m 30s", "1.5m", "90000ms"] {
+            let PolicySpec::Periodic { every, guard } =
+                parse(&format!("periodic:{text},check={text}")).unwrap()
+            else {
+                panic!("{text}")
+            };
+            assert_eq!((every, guard.check_every), (d(text), d(text)), "{text}");
+            assert_eq!(every, Duration::from_secs(90), "{text}");
+            assert_eq!(
+                parse(&format!("freeze:{text}")).unwrap(),
+                PolicySpec::Freeze { warmup: d(text) }
+            );
+            let PolicySpec::Neurogc(c) = parse(&format!(
+                "neurogc,warmup={text},max_wait={text},pause={text}"
+            ))
+            .unwrap() else {
+                panic!("{text}")
+            };
+            assert_eq!((c.warmup, c.max_wait, c.pause), (d(text), d(text), d(text)));
+        }
+        assert_eq!(
+            parse("neurogc,pause=5ms").unwrap(),
+            parse("neurogc,pause=0.005").unwrap()
+        );
+        for bad in [
+            "periodic:1m30",
+            "freeze:5x",
+            "neurogc,warmup=soon",
+            "periodic:1,check=-1",
+        ] {
+            let e = parse(bad).unwrap_err();
+            assert!(e.contains(&format!("{bad:?}")), "{bad}: {e}");
+        }
+        assert!(KNOWN_POLICIES.contains("periodic:DURATION") && !KNOWN_POLICIES.contains("SECS"));
     }
 
     #[test]
