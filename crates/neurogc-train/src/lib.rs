@@ -33,6 +33,7 @@ pub struct TrainArgs {
     /// Sample CSV; repeat for more files (each is its own time series).
     #[arg(long = "data", required = true, value_name = "FILE.csv")]
     pub data: Vec<PathBuf>,
+    /// The model: the seed's LSTM, a Transformer, a feed-forward net, or a random forest.
     #[arg(long, value_enum, default_value = "lstm")]
     pub model: Kind,
     /// Output model directory (model.json + model.safetensors).
@@ -44,12 +45,16 @@ pub struct TrainArgs {
     /// Samples per window [default: 10 for lstm/transformer, 20 for feedforward/forest].
     #[arg(long)]
     pub window: Option<usize>,
+    /// Passes over the training windows (neural models).
     #[arg(long, default_value_t = 100)]
     pub epochs: usize,
+    /// Windows per gradient step (neural models).
     #[arg(long, default_value_t = 32)]
     pub batch: usize,
+    /// Adam's learning rate (neural models).
     #[arg(long, default_value_t = 1e-3)]
     pub lr: f64,
+    /// Seed for weight initialisation, shuffling, dropout and the forest's sampling.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
     /// Share of each file's windows, at its end, held out for validation.
@@ -64,19 +69,25 @@ pub struct TrainArgs {
     /// LSTM or Transformer layers.
     #[arg(long, default_value_t = 2)]
     pub layers: usize,
+    /// Dropout probability while training (neural models).
     #[arg(long, default_value_t = 0.2)]
     pub dropout: f32,
+    /// Transformer attention heads (must divide --hidden).
     #[arg(long, default_value_t = 4)]
     pub heads: usize,
+    /// Transformer feed-forward width inside each layer.
     #[arg(long, default_value_t = 128)]
     pub ff_dim: usize,
     /// Feed-forward hidden sizes.
     #[arg(long, value_delimiter = ',', default_value = "64,32,16,8")]
     pub ff_hidden: Vec<usize>,
+    /// Forest: number of trees.
     #[arg(long, default_value_t = 100)]
     pub trees: usize,
+    /// Forest: deepest a tree may grow.
     #[arg(long, default_value_t = 12)]
     pub max_depth: usize,
+    /// Forest: fewest training windows in a leaf.
     #[arg(long, default_value_t = 2)]
     pub min_samples_leaf: usize,
     /// Features tried per split [default: a third of the inputs].
@@ -213,6 +224,7 @@ fn mean_epoch(s: &[f64]) -> Option<f64> {
 pub struct ImportArgs {
     /// The `.pth` file (a state_dict saved with torch.save).
     pub file: PathBuf,
+    /// Output model directory (model.json + model.safetensors).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
     /// Training CSV(s) the model was trained on: the z-score statistics come from them.
@@ -221,11 +233,13 @@ pub struct ImportArgs {
     /// Explicit means (10, comma-separated), with --std, instead of --data.
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     pub mean: Vec<f32>,
+    /// Explicit standard deviations (10, comma-separated), with --mean, instead of --data.
     #[arg(long, value_delimiter = ',')]
     pub std: Vec<f32>,
     /// Key of the state_dict inside a checkpoint dict (e.g. model_state_dict).
     #[arg(long)]
     pub key: Option<String>,
+    /// Trigger threshold stored with the model.
     #[arg(long, default_value_t = 0.7)]
     pub threshold: f32,
     /// Samples per window [default: 10, or what a feed-forward input size implies].

@@ -183,9 +183,11 @@ fn progress(epochs: usize, quiet: bool) -> ProgressBar {
     }
     let bar = ProgressBar::with_draw_target(Some(epochs as u64), ProgressDrawTarget::stderr());
     bar.set_style(
-        ProgressStyle::with_template("{prefix} [{bar:30}] epoch {pos}/{len} {msg} ({elapsed})")
-            .expect("static template")
-            .progress_chars("=> "),
+        ProgressStyle::with_template(
+            "{prefix} [{bar:30}] epoch {pos}/{len} {msg} ({elapsed}, eta {eta})",
+        )
+        .expect("static template")
+        .progress_chars("=> "),
     );
     bar
 }
