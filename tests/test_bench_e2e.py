@@ -455,6 +455,54 @@ def test_cmd_service_gets_the_agent_and_its_samples_are_recorded(tmp_path):
     assert (trial / "gc-events.csv").read_text().startswith("time,generation,pause_ms")
 
 
+def test_cmd_without_tasks_loads_get_slash_and_says_so(tmp_path):
+    """`--cmd` without `--tasks` or `--path` loads `GET /` of the user's service (not the demo's
+    endpoints, which it does not have), says so, and the progress line counts failures and shows
+    the whole run's ETA."""
+    served = tmp_path / "served"
+    served.mkdir()
+    out = neurogc(
+        "collect", "--cmd", f"{sys.executable} -m http.server {{port}} --directory {served}",
+        "--rate", "20", "--duration", "3s", "--warmup", "0s", "--runs-dir", str(tmp_path / "runs"),
+        "--no-dashboard", timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "loading GET / only" in out.stderr, out.stderr
+    run = only_run(tmp_path / "runs")
+    assert json.loads((run / "run.json").read_text())["status"] == "complete"
+    assert (run / "tasks.toml").read_text() == '[[task]]\npath = "/"\n\n'
+    trial = next((run / "trials").iterdir())
+    summary = json.loads((trial / "trial.json").read_text())["load_summary"]
+    assert summary["requests"] > 0 and summary["failures"] == 0, summary
+    assert "0 failed" in out.stderr and "run ETA" in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("command", ["collect", "bench"])
+def test_a_run_whose_requests_fail_is_marked_failed(tmp_path, command):
+    """A measurement whose requests mostly failed (here every one a 404: `--path` names what the
+    service does not serve) is a failed run, with the reason in run.json and a non-zero exit,
+    and the progress line shows the failures as they come."""
+    served = tmp_path / "served"
+    served.mkdir()
+    bench = ["--policy", "default", "--repeat", "1", "--no-report"] if command == "bench" else []
+    out = neurogc(
+        command, *bench, "--cmd", f"{sys.executable} -m http.server {{port}} --directory {served}",
+        "--path", "/missing", "--path", "/also-missing", "--rate", "20", "--duration", "2s",
+        "--warmup", "0s", "--runs-dir", str(tmp_path / "runs"), "--no-dashboard", timeout=60,
+    )  # fmt: skip
+    assert out.returncode not in (0, 130), (out.returncode, out.stderr)
+    assert "loading GET /missing, GET /also-missing" in out.stderr, out.stderr
+    assert "failed (100.0 %)" in out.stderr, out.stderr
+    run = only_run(tmp_path / "runs")
+    info = json.loads((run / "run.json").read_text())
+    assert info["status"] == "failed", info
+    assert "requests failed (100.0 %" in info["error"] and "http_404" in info["error"], info
+    assert "--path or --tasks" in info["error"], info
+    trial = json.loads(next((run / "trials").iterdir()).joinpath("trial.json").read_text())
+    assert trial["status"] == "failed" and "http_404" in trial["error"], trial
+    assert "http_404" in out.stderr
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -504,3 +552,6 @@ def test_demo_runs_the_three_phases_and_ends_with_the_report(tmp_path):
     last = out.stdout.strip().splitlines()
     assert any(str(bench / "README.md") in line for line in last[-3:]), last
     assert any(f"http://127.0.0.1:{port}" in line for line in last[-3:]), last
+    # --probe-time and --rate-start reach the rate search.
+    search = json.loads((bench / "rate-search.json").read_text())
+    assert (search["probe_s"], search["start_rps"]) == (1.0, 80.0), search

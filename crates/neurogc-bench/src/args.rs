@@ -45,18 +45,16 @@ pub struct AppArgs {
     /// Give up if the service does not answer within this long.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
     pub startup_timeout: Duration,
-    /// Agent sample interval, seconds.
-    #[arg(long, value_name = "SECS", default_value_t = 1.0)]
-    pub interval: f64,
+    /// Agent sample interval: 1s, 500ms, 0.25 (a bare number is seconds).
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    pub interval: Duration,
 }
 
 impl AppArgs {
     pub fn app(&self) -> Result<App> {
-        if !(self.interval.is_finite() && (0.01..=60.0).contains(&self.interval)) {
-            bail!(
-                "--interval {} must be between 0.01 and 60 seconds",
-                self.interval
-            );
+        let interval = self.interval.as_secs_f64();
+        if !(0.01..=60.0).contains(&interval) {
+            bail!("--interval {interval} s must be between 10ms and 60s");
         }
         let app = match &self.cmd {
             Some(cmd) => App::Cmd {
@@ -137,15 +135,38 @@ pub struct LoadOpts {
     /// slowest policy sustains with flat latency, then run at --rate-fraction of it.
     #[arg(long, value_name = "RPS|auto")]
     pub rate: Option<String>,
-    /// Task file (TOML, see docs/load.md) [default: the seed's endpoints and weights].
+    /// Task file (TOML, see docs/load.md) [default: the workload's own; with --cmd, GET /].
     #[arg(long, value_name = "FILE")]
     pub tasks: Option<PathBuf>,
+    /// Load `GET PATH` instead of a task file (repeat for several, equal weights), e.g.
+    /// --path /items --path /health: the endpoints of a --cmd service [default there: GET /].
+    #[arg(long = "path", value_name = "PATH", conflicts_with = "tasks")]
+    pub paths: Vec<String>,
+    /// A trial with more than this share of its requests failed (an HTTP status of 400 or more,
+    /// or no response: refused, reset, timed out) fails the run: 5%, 0.05.
+    #[arg(long, value_name = "SHARE", default_value = "5%", value_parser = parse_share)]
+    pub max_error_rate: f64,
     /// Per-request timeout.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub timeout: Duration,
     /// Seed for task picks and waits (the same for every trial, so policies see the same load).
     #[arg(long, value_name = "N", default_value_t = 42)]
     pub seed: u64,
+}
+
+/// A share: `5%` or `0.05`, from 0 to 1.
+pub fn parse_share(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let v = match t.strip_suffix('%') {
+        Some(pct) => pct.trim().parse::<f64>().map(|p| p / 100.0),
+        None => t.parse::<f64>(),
+    };
+    match v {
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "{text:?} is not a share from 0 to 1 (e.g. 5%, 0.05)"
+        )),
+    }
 }
 
 /// The load as asked: a shape, or "find the rate first".
@@ -155,6 +176,23 @@ pub enum LoadPlan {
 }
 
 impl LoadOpts {
+    /// The `--path`s as a task file's text (`GET PATH`, equal weights); an error names a path
+    /// that does not start with `/`.
+    pub fn paths_as_tasks(paths: &[String]) -> Result<String> {
+        let mut toml = String::new();
+        for p in paths {
+            if !p.starts_with('/') || p.chars().any(char::is_whitespace) {
+                bail!("--path {p:?}: expected a URL path starting with / (e.g. /items?page=2)");
+            }
+            // A JSON string is a TOML basic string.
+            toml.push_str(&format!(
+                "[[task]]\npath = {}\n\n",
+                serde_json::to_string(p)?
+            ));
+        }
+        Ok(toml)
+    }
+
     /// `default_closed` applies when neither --users nor --rate is given.
     pub fn plan(&self, default_closed: Option<(u64, f64)>) -> Result<LoadPlan> {
         if let Some(rate) = &self.rate {
@@ -201,5 +239,50 @@ impl LoadOpts {
             wait_min_s,
             wait_max_s,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_become_a_task_file_the_load_generator_reads() {
+        let paths = ["/".to_string(), "/items?page=2&q=\"x\"".to_string()];
+        let text = LoadOpts::paths_as_tasks(&paths).unwrap();
+        let set = neurogc_load::tasks::TaskSet::from_toml(&text).unwrap();
+        let got: Vec<(&str, &str, u32)> = set
+            .tasks()
+            .iter()
+            .map(|t| (t.method.as_str(), t.path.as_str(), t.weight))
+            .collect();
+        assert_eq!(got, [("GET", "/", 1), ("GET", "/items?page=2&q=\"x\"", 1)]);
+        for bad in ["items", "", "/a b", "http://x/"] {
+            let e = LoadOpts::paths_as_tasks(&[bad.to_string()]).unwrap_err();
+            assert!(e.to_string().contains("--path"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn shares_take_percent_or_fraction() {
+        assert_eq!(parse_share("5%"), Ok(0.05));
+        assert_eq!(parse_share(" 0.05 "), Ok(0.05));
+        assert_eq!(parse_share("100 %"), Ok(1.0));
+        assert_eq!(parse_share("0"), Ok(0.0));
+        for bad in ["-1%", "101%", "2", "lots", "nan"] {
+            assert!(parse_share(bad).unwrap_err().contains(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn intervals_are_durations() {
+        let c: crate::CollectArgs = flags_with_defaults(&["--interval", "250ms"]).unwrap();
+        assert_eq!(c.app.interval, Duration::from_millis(250));
+        let c: crate::CollectArgs = flags_with_defaults(&[]).unwrap();
+        assert_eq!(c.app.interval, Duration::from_secs(1));
+        assert_eq!(c.load.max_error_rate, 0.05);
+        let c: crate::CollectArgs =
+            flags_with_defaults(&["--interval", "5ms", "--cmd", "x {port}"]).unwrap();
+        assert!(c.app.app().unwrap_err().to_string().contains("--interval"));
     }
 }

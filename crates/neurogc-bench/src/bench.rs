@@ -1,6 +1,7 @@
-//! `neurogc bench`: every policy against the same load, repeated and interleaved (A B A B …),
-//! one at a time on a pinned core (`--mode sequential`) or all at once (`--mode side-by-side`,
-//! the seed's way), then the report.
+//! `neurogc bench`: every policy against the same load, repeated and interleaved (A B A B …):
+//! the servers taking turns under one load on one core (`--mode alternating`, the default, and
+//! `turns`), one at a time on a pinned core (`--mode sequential`) or all at once
+//! (`--mode side-by-side`, the seed's way); then the report.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -8,11 +9,12 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use neurogc_load::Shape;
 use neurogc_record::{AutoRate, Mode, RateSource, RunKind};
-use neurogc_units::parse_duration;
+use neurogc_units::{fmt_clock, parse_duration};
 
 use crate::args::{AppArgs, DashboardOpts, LoadOpts, LoadPlan, OutputArgs};
 use crate::policies::{self, Policy};
 use crate::proc;
+use crate::progress::{Eta, START_STOP_S};
 use crate::rate::{self, SearchConfig};
 use crate::session::{Dashboard, Outcome, RunSpec, Session, TrialPlan};
 
@@ -23,8 +25,11 @@ pub struct BenchArgs {
     /// `neurogc-seed:models/lstm`, `big=threshold:50000,20,20`.
     #[arg(long = "policy", value_name = "[LABEL=]SPEC", required = true)]
     pub policies: Vec<String>,
-    #[arg(long, value_enum, default_value = "sequential")]
-    pub mode: Mode,
+    /// How the trials share the machine [default: alternating, whose A/A runs found no
+    /// significant difference where sequential's found 36 % (docs/bench.md); sequential with
+    /// --users, as taking turns needs an open-loop load].
+    #[arg(long, value_enum)]
+    pub mode: Option<Mode>,
     /// Repetitions per policy, interleaved A B A B.
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub repeat: u32,
@@ -75,6 +80,10 @@ pub struct BenchArgs {
     pub output: OutputArgs,
     #[command(flatten)]
     pub dashboard: DashboardOpts,
+    /// Time the caller runs after this bench (the suite's later workloads): the progress line's
+    /// ETA is for the whole run.
+    #[arg(skip)]
+    pub then: Duration,
 }
 
 /// A finished (or interrupted) bench.
@@ -87,6 +96,59 @@ pub struct BenchDone {
 struct Checked {
     policies: Vec<Policy>,
     plan: LoadPlan,
+    mode: Mode,
+}
+
+/// `--mode` as given, or the default: alternating, or sequential for a closed loop.
+fn resolve_mode(args: &BenchArgs, plan: &LoadPlan) -> Mode {
+    match (args.mode, plan) {
+        (Some(mode), _) => mode,
+        (None, LoadPlan::Fixed(Shape::Closed { .. })) => {
+            eprintln!(
+                "neurogc bench: --users is a closed loop, which cannot take turns: --mode sequential"
+            );
+            Mode::Sequential
+        }
+        (None, _) => Mode::Alternating,
+    }
+}
+
+/// Probes a capacity search is expected to take (doubling, then two bisections).
+const PROBES_EXPECTED: f64 = 8.0;
+
+/// How long the bench is expected to take, in seconds, from its flags: the capacity search
+/// (with `--rate auto`, estimated at 8 probes per probed policy) and every trial's start,
+/// warm-up, measurement and stop. The progress line's ETA starts from it.
+pub fn planned_s(args: &BenchArgs, mode: Mode, policies: usize, auto_rate: bool) -> f64 {
+    let search = if auto_rate {
+        let warmup = args.rate_warmup.unwrap_or(args.warmup).as_secs_f64();
+        args.rate_policies.len() as f64
+            * (START_STOP_S + warmup + PROBES_EXPECTED * args.probe_time.as_secs_f64())
+    } else {
+        0.0
+    };
+    search + args.repeat as f64 * group_s(args, mode, policies) * groups(mode, policies) as f64
+}
+
+/// Trial groups per repetition: one per policy when they run alone, else one.
+fn groups(mode: Mode, policies: usize) -> usize {
+    if mode == Mode::Sequential {
+        policies
+    } else {
+        1
+    }
+}
+
+/// Seconds one group of trials run together is expected to take.
+fn group_s(args: &BenchArgs, mode: Mode, policies: usize) -> f64 {
+    let (warmup, duration) = (args.warmup.as_secs_f64(), args.duration.as_secs_f64());
+    let servers = if mode == Mode::Sequential {
+        1.0
+    } else {
+        policies as f64
+    };
+    let turns = if mode.takes_turns() { servers } else { 1.0 };
+    servers * START_STOP_S + turns * (warmup + duration)
 }
 
 fn check(args: &BenchArgs) -> Result<Checked> {
@@ -107,11 +169,11 @@ fn check(args: &BenchArgs) -> Result<Checked> {
     if matches!(plan, LoadPlan::AutoRate) {
         policies::parse_all(&args.rate_policies).map_err(|e| e.context("--rate-policy"))?;
     }
-    if args.mode.takes_turns() {
+    let mode = resolve_mode(args, &plan);
+    if mode.takes_turns() {
         if matches!(&plan, LoadPlan::Fixed(Shape::Closed { .. })) {
             bail!(
-                "--mode {} switches an open-loop load between servers: give --rate RPS or --rate auto, not --users",
-                args.mode
+                "--mode {mode} switches an open-loop load between servers: give --rate RPS or --rate auto, not --users"
             );
         }
         if args.slice < Duration::from_millis(100) || args.slice > args.duration {
@@ -122,27 +184,46 @@ fn check(args: &BenchArgs) -> Result<Checked> {
             );
         }
     }
-    Ok(Checked { policies, plan })
+    Ok(Checked {
+        policies,
+        plan,
+        mode,
+    })
 }
 
 /// Runs the bench; `command` is recorded in run.json. Ctrl-C stops it and keeps what finished.
 pub fn execute(args: &BenchArgs, command: Vec<String>, dashboard: Dashboard) -> Result<BenchDone> {
-    let Checked { policies, plan } = check(args)?;
+    let Checked {
+        policies,
+        plan,
+        mode,
+    } = check(args)?;
     let spec = RunSpec {
         kind: RunKind::Bench,
         app: &args.app,
         load: &args.load,
         output: &args.output,
-        pin: !args.no_pin && args.mode != Mode::SideBySide,
-        mode: args.mode,
-        alternate: args.mode.takes_turns().then_some(args.slice),
+        pin: !args.no_pin && mode != Mode::SideBySide,
+        mode,
+        alternate: mode.takes_turns().then_some(args.slice),
         repeat: args.repeat,
         warmup: args.warmup,
         duration: args.duration,
         policies: &policies,
     };
     let mut session = Session::open(&spec, command, dashboard)?;
-    let result = run_trials(args, &mut session, &policies, plan);
+    let auto = matches!(plan, LoadPlan::AutoRate);
+    let planned = planned_s(args, mode, policies.len(), auto);
+    session.eta = Eta::start(planned + args.then.as_secs_f64());
+    let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    eprintln!(
+        "neurogc bench: {} × {} (--mode {mode}){}: about {} in all",
+        plural(policies.len(), "policy").replace("policys", "policies"),
+        plural(args.repeat as usize, "repetition"),
+        if auto { ", after the rate search" } else { "" },
+        fmt_clock(planned)
+    );
+    let result = run_trials(args, mode, &mut session, &policies, plan);
     session.finish(&result)?;
     let run_dir = session.run.path.clone();
     let outcome = match result {
@@ -162,6 +243,7 @@ pub fn execute(args: &BenchArgs, command: Vec<String>, dashboard: Dashboard) -> 
 
 fn run_trials(
     args: &BenchArgs,
+    mode: Mode,
     session: &mut Session,
     policies: &[Policy],
     plan: LoadPlan,
@@ -172,7 +254,7 @@ fn run_trials(
             shape
         }
         LoadPlan::AutoRate => {
-            if args.mode == Mode::SideBySide {
+            if mode == Mode::SideBySide {
                 bail!("--rate auto probes one server at a time: use it with --mode sequential or alternating, or give --rate RPS");
             }
             let probed =
@@ -205,12 +287,12 @@ fn run_trials(
             shape
         }
     };
-    let together = args.mode != Mode::Sequential;
-    let total = if together {
-        args.repeat as usize
-    } else {
-        args.repeat as usize * policies.len()
-    };
+    let together = mode != Mode::Sequential;
+    let total = args.repeat as usize * groups(mode, policies.len());
+    // The ETA from here: the groups left, each as long as the plan says until one has run, then
+    // as long as those run so far took.
+    let mut per_group = group_s(args, mode, policies.len());
+    let trials_started = std::time::Instant::now();
     let plan = TrialPlan {
         shape: &shape,
         warmup: args.warmup,
@@ -218,12 +300,17 @@ fn run_trials(
     };
     let mut n = 0;
     for rep in 1..=args.repeat {
-        let groups: Vec<Vec<&Policy>> = if together {
+        let sets: Vec<Vec<&Policy>> = if together {
             vec![policies.iter().collect()]
         } else {
             policies.iter().map(|p| vec![p]).collect()
         };
-        for group in groups {
+        for group in sets {
+            if n > 0 {
+                per_group = trials_started.elapsed().as_secs_f64() / n as f64;
+            }
+            let left = (total - n) as f64 * per_group + args.then.as_secs_f64();
+            session.eta.replan(left);
             n += 1;
             let names: Vec<&str> = group.iter().map(|p| p.label.as_str()).collect();
             let progress = format!("[{n}/{total}] {} r{rep}", names.join(" + "));
@@ -234,4 +321,57 @@ fn run_trials(
         }
     }
     Ok(Outcome::Complete)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::flags_with_defaults;
+
+    fn args(argv: &[&str]) -> BenchArgs {
+        let mut all = vec!["--policy", "default", "--policy", "gc-off"];
+        all.extend_from_slice(argv);
+        flags_with_defaults(&all).unwrap()
+    }
+
+    /// The default is the design whose A/A run passes: taking turns, open loop.
+    #[test]
+    fn the_default_mode_is_alternating() {
+        assert_eq!(check(&args(&[])).unwrap().mode, Mode::Alternating);
+        assert_eq!(
+            check(&args(&["--rate", "50"])).unwrap().mode,
+            Mode::Alternating
+        );
+        // A closed loop cannot take turns: sequential unless the mode is given.
+        assert_eq!(
+            check(&args(&["--users", "5"])).unwrap().mode,
+            Mode::Sequential
+        );
+        let e = check(&args(&["--users", "5", "--mode", "alternating"]))
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("--mode alternating"), "{e}");
+        let given = args(&["--mode", "side-by-side", "--rate", "9"]);
+        assert_eq!(check(&given).unwrap().mode, Mode::SideBySide);
+    }
+
+    #[test]
+    fn the_plan_counts_every_trial_and_the_rate_search() {
+        let a = args(&["--warmup", "10s", "--duration", "60s", "--repeat", "3"]);
+        // Alternating: 3 rounds, each both servers' start and stop and both turns of load.
+        let per_round = 2.0 * START_STOP_S + 2.0 * 70.0;
+        assert_eq!(planned_s(&a, Mode::Alternating, 2, false), 3.0 * per_round);
+        // Sequential: 6 trials of one server.
+        assert_eq!(
+            planned_s(&a, Mode::Sequential, 2, false),
+            6.0 * (START_STOP_S + 70.0)
+        );
+        // The rate search: two probed policies (gc-off, default), 8 probes of 5 s each after a
+        // warm-up of --warmup.
+        let search = 2.0 * (START_STOP_S + 10.0 + 8.0 * 5.0);
+        assert_eq!(
+            planned_s(&a, Mode::Alternating, 2, true),
+            search + 3.0 * per_round
+        );
+    }
 }

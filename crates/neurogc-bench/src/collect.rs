@@ -12,6 +12,7 @@ use neurogc_units::parse_duration;
 
 use crate::args::{AppArgs, DashboardOpts, LoadOpts, LoadPlan, OutputArgs};
 use crate::policies::{self, Policy};
+use crate::progress::{Eta, START_STOP_S};
 use crate::session::{Dashboard, Outcome, RunSpec, Session, TrialPlan};
 
 /// `neurogc collect`.
@@ -40,6 +41,10 @@ pub struct CollectArgs {
     pub output: OutputArgs,
     #[command(flatten)]
     pub dashboard: DashboardOpts,
+    /// Time the caller runs after this collect (the demo's training and bench, the suite's
+    /// later steps): the progress line's ETA is for the whole run.
+    #[arg(skip)]
+    pub then: Duration,
 }
 
 pub struct Collected {
@@ -88,6 +93,8 @@ pub fn execute(
         policies: &policies,
     };
     let mut session = Session::open(&spec, command, dashboard)?;
+    session.eta =
+        Eta::start(START_STOP_S + (args.warmup + args.run_time + args.then).as_secs_f64());
     session.set_load(shape.clone(), RateSource::Fixed, None)?;
     let policy = &policies[0];
     let plan = TrialPlan {

@@ -126,13 +126,18 @@ fn probe_policy(
         p.sustained = ok;
         p.verdict = verdict;
         eprintln!(
-            "rate search · {} · {:.1} req/s → achieved {:.1}, p50 {} ms, p99 {} ms: {}",
+            "rate search · {} · {:.1} req/s → achieved {:.1}, p50 {} ms, p99 {} ms: {}{}",
             policy.label,
             p.rate,
             p.achieved,
             fmt_ms(p.p50_ms),
             fmt_ms(p.p99_ms),
-            p.verdict
+            p.verdict,
+            session
+                .eta
+                .label()
+                .map(|eta| format!(" · {eta}"))
+                .unwrap_or_default()
         );
         probes.push(p);
         ok
@@ -152,10 +157,12 @@ fn probe_policy(
     }
     let Some(mut lo) = good else {
         bail!(
-            "--rate auto: the {} server does not sustain even {} req/s (see {}); lower --rate-start or check the app",
+            "--rate auto: the {} server does not sustain even {} req/s ({}; see {}; the load requested {}); lower --rate-start or check the app",
             policy.label,
             cfg.start_rps,
-            dir.display()
+            probes.last().map_or("no probe", |p| p.verdict.as_str()),
+            dir.display(),
+            session.requests
         );
     };
     if let Some(mut hi) = bad {

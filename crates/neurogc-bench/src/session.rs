@@ -20,7 +20,7 @@ use crate::args::{AppArgs, DashboardOpts, LoadOpts, OutputArgs};
 use crate::loader::{self, LoadRun, LoadSettings};
 use crate::policies::Policy;
 use crate::proc;
-use crate::progress::Progress;
+use crate::progress::{Eta, Progress};
 use crate::stream::{self, Streamer};
 use crate::system;
 
@@ -104,6 +104,12 @@ pub struct Session {
     /// `--mode turns`: servers warmed up alone and stopped outside their turns.
     pub stop_idle: bool,
     pub dashboard: Dashboard,
+    /// The whole run's time left, shown on the progress line (the command plans it).
+    pub eta: Eta,
+    /// A trial with more failed requests than this share fails the run (`--max-error-rate`).
+    pub max_error_rate: f64,
+    /// What the load requests, for a failure's message (`GET /, the default for --cmd`).
+    pub requests: String,
 }
 
 /// Which CPUs the servers and the load generator run on (empty: anywhere).
@@ -178,7 +184,7 @@ impl Session {
             repeat: spec.repeat,
             warmup_s: spec.warmup.as_secs_f64(),
             duration_s: spec.duration.as_secs_f64(),
-            interval_s: spec.app.interval,
+            interval_s: spec.app.interval.as_secs_f64(),
             pinning: pin.then(|| Pinning {
                 server_cpus: placement.server.clone(),
                 load_cpus: placement.load.clone(),
@@ -186,24 +192,61 @@ impl Session {
             system: system::read(python),
             ..RunInfo::new(spec.kind, name, app.describe(), policies)
         };
-        // A bundled workload's own task file unless --tasks says otherwise.
-        let tasks = spec
-            .load
-            .tasks
-            .clone()
-            .or_else(|| app.tasks().map(Path::to_path_buf));
+        // What the load requests: --tasks, else the --path list, else a bundled workload's own
+        // task file; a --cmd service without either gets GET / and is told so.
+        let paths = match (&spec.load.tasks, &app) {
+            (None, App::Cmd { .. }) if spec.load.paths.is_empty() => vec!["/".to_string()],
+            _ => spec.load.paths.clone(),
+        };
+        let path_tasks = (!paths.is_empty())
+            .then(|| LoadOpts::paths_as_tasks(&paths))
+            .transpose()?;
         let run = RunDir::create(&spec.output.runs_dir, info)?;
         eprintln!(
             "neurogc {}: run directory {}",
             spec.kind.as_str(),
             run.path.display()
         );
+        let (tasks, requests) = match (&spec.load.tasks, path_tasks) {
+            (Some(file), _) => (
+                Some(file.clone()),
+                format!("the tasks of {}", file.display()),
+            ),
+            (None, Some(text)) => {
+                let file = run.path.join("tasks.toml");
+                std::fs::write(&file, text)
+                    .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", file.display()))?;
+                let list = paths
+                    .iter()
+                    .map(|p| format!("GET {p}"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                if spec.load.paths.is_empty() {
+                    eprintln!(
+                        "neurogc {}: loading GET / only: --cmd without --path or --tasks (name your \
+                         service's endpoints with --path /x, repeatable, or a --tasks file)",
+                        spec.kind.as_str()
+                    );
+                    (Some(file), format!("{list} (the default for --cmd)"))
+                } else {
+                    eprintln!("neurogc {}: loading {list}", spec.kind.as_str());
+                    (Some(file), list)
+                }
+            }
+            (None, None) => match app.tasks() {
+                Some(file) => (
+                    Some(file.to_path_buf()),
+                    format!("the workload's tasks ({})", file.display()),
+                ),
+                None => (None, "the seed's endpoints".into()),
+            },
+        };
         Ok(Session {
             run,
             app,
             health: spec.app.health_path(),
             startup_timeout: spec.app.startup_timeout,
-            interval_s: spec.app.interval,
+            interval_s: spec.app.interval.as_secs_f64(),
             load: LoadSettings {
                 tasks,
                 timeout: spec.load.timeout,
@@ -214,6 +257,9 @@ impl Session {
             placement,
             stop_idle: spec.mode == Mode::Turns,
             dashboard,
+            eta: Eta::default(),
+            max_error_rate: spec.load.max_error_rate,
+            requests,
         })
     }
 
@@ -276,8 +322,14 @@ impl Session {
             ..self.load.clone()
         };
         let group = loader::spawn(run, &settings)?;
-        let mut progress = progress
-            .map(|p| Progress::new(p.to_string(), run.duration.as_secs_f64(), run.json_out));
+        let mut progress = progress.map(|p| {
+            Progress::new(
+                p.to_string(),
+                run.duration.as_secs_f64(),
+                run.json_out,
+                self.eta,
+            )
+        });
         let result = loader::wait(group, &run.log(), || {
             if let Some(p) = progress.as_mut() {
                 p.tick()
@@ -351,10 +403,59 @@ impl Session {
             }
         }
         self.collect_outputs(&mut running);
+        // A measurement whose requests mostly failed measured the failures, not the service.
+        let result = match result {
+            Ok(Outcome::Complete) => self.check_errors(&mut running).map(|()| Outcome::Complete),
+            other => other,
+        };
         for r in &running {
             r.trial.save()?;
         }
         result
+    }
+
+    /// An error (recorded in the trial) if a trial had no request answered or more than
+    /// `--max-error-rate` of them failed.
+    fn check_errors(&self, running: &mut [Running]) -> Result<()> {
+        let mut errors = Vec::new();
+        for r in running.iter_mut() {
+            let info = &mut r.trial.info;
+            let Some(summary) = &info.load_summary else {
+                continue;
+            };
+            let by_kind = summary
+                .hosts
+                .first()
+                .and_then(|h| summary.total(h))
+                .map(|t| t.failures_by_kind.clone())
+                .unwrap_or_default();
+            if let Some(why) = error_rate_problem(
+                summary.requests,
+                summary.failures,
+                &by_kind,
+                self.max_error_rate,
+            ) {
+                let msg = format!(
+                    "the {} server: {why}; the load requested {}",
+                    info.label, self.requests
+                );
+                info.status = TrialStatus::Failed;
+                info.error = Some(msg.clone());
+                errors.push(msg);
+            }
+        }
+        if errors.is_empty() {
+            return Ok(());
+        }
+        bail!(
+            "{}{}",
+            errors.join("; "),
+            if matches!(self.app, App::Cmd { .. }) {
+                " (name your service's endpoints with --path or --tasks)"
+            } else {
+                ""
+            }
+        )
     }
 
     fn measure(
@@ -551,6 +652,36 @@ impl Session {
     }
 }
 
+/// Why a measurement of `requests` requests, `failures` of them failed (`by_kind`: `http_404`,
+/// `connect`, … counts), does not count: none answered, or more than `max` failed.
+pub fn error_rate_problem(
+    requests: u64,
+    failures: u64,
+    by_kind: &std::collections::BTreeMap<String, u64>,
+    max: f64,
+) -> Option<String> {
+    if requests == 0 {
+        return Some("no request was answered during the measurement".into());
+    }
+    let share = failures as f64 / requests as f64;
+    if share <= max {
+        return None;
+    }
+    let mut kinds: Vec<(&String, &u64)> = by_kind.iter().collect();
+    kinds.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let kinds: Vec<String> = kinds.iter().map(|(k, n)| format!("{k} × {n}")).collect();
+    Some(format!(
+        "{failures} of {requests} requests failed ({:.1} %, above --max-error-rate {:.1} %){}",
+        share * 100.0,
+        max * 100.0,
+        if kinds.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", kinds.join(", "))
+        }
+    ))
+}
+
 /// An error (recorded in the trial) if a server exited during the trial.
 fn check_alive(running: &mut [Running]) -> Result<()> {
     for r in running.iter_mut() {
@@ -570,4 +701,30 @@ fn check_alive(running: &mut [Running]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mostly_failed_measurements_do_not_count() {
+        let kinds = |k: &[(&str, u64)]| k.iter().map(|(k, n)| (k.to_string(), *n)).collect();
+        // The issue's run: 80 of 80 requests 404.
+        let why = error_rate_problem(80, 80, &kinds(&[("http_404", 80)]), 0.05).unwrap();
+        assert_eq!(
+            why,
+            "80 of 80 requests failed (100.0 %, above --max-error-rate 5.0 %): http_404 × 80"
+        );
+        let why = error_rate_problem(100, 6, &kinds(&[("connect", 1), ("http_500", 5)]), 0.05);
+        assert!(why.unwrap().ends_with(": http_500 × 5, connect × 1"));
+        assert_eq!(
+            error_rate_problem(100, 5, &kinds(&[("timeout", 5)]), 0.05),
+            None
+        );
+        assert_eq!(error_rate_problem(100, 0, &kinds(&[]), 0.0), None);
+        assert!(error_rate_problem(0, 0, &kinds(&[]), 0.05)
+            .unwrap()
+            .contains("no request"));
+    }
 }

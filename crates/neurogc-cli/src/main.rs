@@ -87,3 +87,58 @@ fn main() {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Every option of every command says what it does in `--help`.
+    #[test]
+    fn every_option_of_every_command_has_help() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in cmd.get_arguments() {
+                let id = arg.get_id().as_str();
+                if arg.is_hide_set() || id == "help" || id == "version" {
+                    continue;
+                }
+                let help = arg.get_help().or(arg.get_long_help());
+                if help.is_none_or(|h| h.to_string().trim().is_empty()) {
+                    missing.push(format!("{path} {id}"));
+                }
+            }
+            for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Cli::command(), "neurogc", &mut missing);
+        assert!(missing.is_empty(), "options without help: {missing:#?}");
+    }
+
+    #[test]
+    fn the_cli_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    /// `run --interval` takes the duration grammar every other flag takes.
+    #[test]
+    fn run_interval_is_a_duration() {
+        let parse =
+            |i: &str| match Cli::try_parse_from(["neurogc", "run", "--interval", i, "--", "x"]) {
+                Ok(Cli {
+                    command: Command::Run(args),
+                }) => Ok(format!("{args:?}")),
+                Ok(_) => unreachable!(),
+                Err(e) => Err(e.to_string()),
+            };
+        for (text, parsed) in [("500ms", "500ms"), ("0.25", "250ms"), ("1m", "60s")] {
+            let args = parse(text).unwrap();
+            assert!(
+                args.contains(&format!("interval: {parsed},")),
+                "{text}: {args}"
+            );
+        }
+        assert!(parse("fast").unwrap_err().contains("fast"));
+    }
+}

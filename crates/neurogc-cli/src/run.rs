@@ -13,9 +13,9 @@ use neurogc_bench::inject::Injection;
 pub struct RunArgs {
     #[arg(long, default_value = "default", help = format!("Policy spec: {}", neurogc_core::policy::spec::KNOWN_POLICIES))]
     policy: String,
-    /// Sample interval in seconds.
-    #[arg(long, default_value_t = 1.0)]
-    interval: f64,
+    /// Sample interval: 1s, 500ms, 0.25 (a bare number is seconds).
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = neurogc_units::parse_duration)]
+    interval: std::time::Duration,
     /// Append one row per sample to this CSV file.
     #[arg(long)]
     csv: Option<PathBuf>,
@@ -31,7 +31,7 @@ pub struct RunArgs {
 pub fn run(args: RunArgs) -> Result<i32> {
     let injection = Injection::new(
         &args.policy,
-        args.interval,
+        args.interval.as_secs_f64(),
         args.csv.as_deref(),
         args.gc_events_csv.as_deref(),
     )?;

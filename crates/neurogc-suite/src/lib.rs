@@ -165,7 +165,9 @@ pub fn run(args: &SuiteArgs) -> Result<SuiteDone> {
         };
         info.workloads.push(entry.clone());
         save(&info)?;
-        let result = run_workload(&dir, &python, w, &plan, &mut entry);
+        // The workloads after this one, for the whole suite's ETA on every progress line.
+        let after = Duration::from_secs_f64(per * (chosen.len() - i - 1) as f64);
+        let result = run_workload(&dir, &python, w, &plan, after, &mut entry);
         match result {
             Ok(o) => {
                 entry.status = match o {
@@ -248,12 +250,18 @@ fn run_workload(
     python: &Path,
     w: &Workload,
     plan: &Plan,
+    after: Duration,
     entry: &mut SuiteWorkload,
 ) -> Result<Outcome> {
+    let mut b = bench_args(dir, python, w, plan)?;
+    b.then = after;
+    let auto = plan.rate.is_none();
+    let bench_s = bench::planned_s(&b, Mode::Turns, plan.policies.len(), auto);
     let mut policies: Vec<String> = Vec::new();
     for p in &plan.policies {
         if p == plan::SEED_PER_WORKLOAD {
-            let model = train_seed_model(dir, python, w, plan, entry)?;
+            let then = after + Duration::from_secs_f64(TRAIN_S + bench_s);
+            let model = train_seed_model(dir, python, w, plan, then, entry)?;
             if proc::interrupted() {
                 return Ok(Outcome::Interrupted);
             }
@@ -263,13 +271,27 @@ fn run_workload(
             policies.push(p.clone());
         }
     }
-    let mut b: BenchArgs = flags_with_defaults(&["--policy", "default"])?;
     b.policies = policies;
+    let done = bench::execute(&b, std::env::args().collect(), Dashboard::default())?;
+    entry.run = Some(relative(dir, &done.run_dir));
+    if let Err(e) = neurogc_report::write_report(&done.run_dir) {
+        eprintln!("neurogc suite: {}: no report: {e:#}", w.name);
+    }
+    Ok(done.outcome)
+}
+
+/// Seconds the seed's model takes to train after its collect, for the ETA.
+const TRAIN_S: f64 = 12.0;
+
+/// The workload's turns bench, its policies still to be filled in.
+fn bench_args(dir: &Path, python: &Path, w: &Workload, plan: &Plan) -> Result<BenchArgs> {
+    let mut b: BenchArgs = flags_with_defaults(&["--policy", "default"])?;
+    b.policies = plan.policies.clone();
     b.app.workload = Some(w.name.clone());
     b.app.python = Some(python.to_path_buf());
     b.output.runs_dir = dir.to_path_buf();
     b.output.name = Some(w.name.clone());
-    b.mode = Mode::Turns;
+    b.mode = Some(Mode::Turns);
     b.repeat = 1;
     b.slice = plan.turn;
     b.duration = plan.turn * plan.rounds;
@@ -282,12 +304,7 @@ fn run_workload(
     b.rate_warmup = Some(plan.probe_warmup);
     b.no_report = true;
     b.dashboard.no_dashboard = true;
-    let done = bench::execute(&b, std::env::args().collect(), Dashboard::default())?;
-    entry.run = Some(relative(dir, &done.run_dir));
-    if let Err(e) = neurogc_report::write_report(&done.run_dir) {
-        eprintln!("neurogc suite: {}: no report: {e:#}", w.name);
-    }
-    Ok(done.outcome)
+    Ok(b)
 }
 
 /// Collects the workload under CPython's own GC with the seed's Locust-style load and trains
@@ -297,12 +314,14 @@ fn train_seed_model(
     python: &Path,
     w: &Workload,
     plan: &Plan,
+    then: Duration,
     entry: &mut SuiteWorkload,
 ) -> Result<PathBuf> {
     let mut c: CollectArgs = flags_with_defaults(&[])?;
+    c.then = then;
     c.app.workload = Some(w.name.clone());
     c.app.python = Some(python.to_path_buf());
-    c.app.interval = 0.5;
+    c.app.interval = Duration::from_millis(500);
     c.output.runs_dir = dir.to_path_buf();
     c.output.name = Some(format!("{}-collect", w.name));
     c.run_time = plan.collect;
