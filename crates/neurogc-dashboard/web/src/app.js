@@ -33,6 +33,19 @@
     { key: 'gc2', gen: 2, label: 'gen 2 (full)', color: '#e5484d', dy: -0.25 },
     { key: 'gcany', gen: null, label: 'a collection ran (no per-generation data)', color: '#8b95a5', dy: 0 },
   ];
+  // Policy actions (a sample's `policy_action`, `policy_reason`): a triangle above the lane,
+  // coloured by what the action did. Where several fall in one pixel column of a lane, the
+  // earliest kind here is drawn (a guard matters more than a routine collection).
+  const ACTION_KINDS = [
+    { kind: 'guard', label: 'guard', color: '#e11d48' },
+    { kind: 'refreeze', label: 're-freeze', color: '#7c3aed' },
+    { kind: 'freeze', label: 'freeze', color: '#0891b2' },
+    { kind: 'threshold', label: 'threshold', color: '#b45309' },
+    { kind: 'collect', label: 'collect', color: '#2563eb' },
+    { kind: 'other', label: 'other action', color: '#8b95a5' },
+  ];
+  const KIND_INDEX = Object.fromEntries(ACTION_KINDS.map((k, i) => [k.kind, i]));
+  const MAX_LISTED = 50;
   const PALETTE = ['#2563eb', '#dc2626', '#16a34a', '#d97706', '#7c3aed',
     '#0891b2', '#db2777', '#65a30d', '#ea580c', '#4f46e5'];
   const METRIC_KEYS = CHARTS.flatMap((c) => c.fields.map((f) => f.key));
@@ -51,6 +64,10 @@
     servers: new Map(), // name -> {name, index, color, cols: {column: []}, summary}
     order: [], // servers in first-seen order
     measured: new Set(), // columns with at least one value (a chart with none is hidden)
+    // Samples with a policy action, sorted by time: few next to the rows, so drawing and
+    // hovering them walk this rather than every row.
+    actions: [], // {time, server, kind, trigger, action, reason, count}
+    actionsVersion: 0, // bumped on every change, so the list is rebuilt only when it changed
   };
   let windowS = 600;
   let maxPerServer = 20000;
@@ -80,6 +97,8 @@
     table.servers = new Map();
     table.order = [];
     table.measured = new Set();
+    table.actions = [];
+    table.actionsVersion++;
     structureChanged = true;
   }
 
@@ -101,6 +120,63 @@
     }
     vals.gcany = !perGen && s.gc_triggered === true ? 0 : null;
     return vals;
+  }
+
+  // Why the policy acted: the reason's leading words, as the scheduler, the memory guard and the
+  // simple policies write them (crates/neurogc-core/src/policy); the GC events' `trigger` names.
+  const TRIGGERS = [
+    [/^guard\b/, 'guard'],
+    [/^freeze\b|^warm-up of .* over/, 'freeze'],
+    [/^due\b/, 'due'],
+    [/^opportunistic\b/, 'quiet'],
+    [/^memory grew\b/, 'growth'],
+    [/^stale\b/, 'stale'],
+    [/^young threshold\b/, 'young threshold'],
+    [/^periodic\b/, 'timer'],
+    [/^model output\b/, 'model'],
+  ];
+
+  function actionTrigger(reason) {
+    for (const [re, trigger] of TRIGGERS) if (re.test(reason)) return trigger;
+    return '';
+  }
+
+  // What the action did. A guard's re-freeze counts as the guard's: that memory went over the
+  // budget is what to notice.
+  function actionKind(action, trigger) {
+    if (trigger === 'guard' || /^(guard armed|over budget)\b/.test(action)) return 'guard';
+    if (action.includes('gc.unfreeze()')) return 'refreeze';
+    if (action.includes('gc.freeze()')) return 'freeze';
+    if (action.startsWith('set_threshold')) return 'threshold';
+    if (action.includes('collect(')) return 'collect';
+    return 'other';
+  }
+
+  function addAction(s) {
+    const action = typeof s.policy_action === 'string' ? s.policy_action.trim() : '';
+    if (!action) return;
+    const reason = typeof s.policy_reason === 'string' ? s.policy_reason : '';
+    const trigger = actionTrigger(reason);
+    const a = { time: s.time, server: s.server, kind: actionKind(action, trigger), trigger,
+      action, reason, count: num(s.policy_actions) ?? 1 };
+    const acts = table.actions;
+    let i = acts.length;
+    if (i && acts[i - 1].time > a.time) {
+      i = lowerBound(acts, a.time, (x) => x.time);
+      while (i < acts.length && acts[i].time <= a.time) i++; // after its equals: arrival order
+    }
+    acts.splice(i, 0, a);
+    table.actionsVersion++;
+  }
+
+  // The first index of sorted `arr` whose key is at least `t`.
+  function lowerBound(arr, t, key) {
+    let lo = 0, hi = arr.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (key(arr[mid]) < t) lo = mid + 1; else hi = mid;
+    }
+    return lo;
   }
 
   // Where a row with time `t` goes: usually at the end, so search backwards a little first.
@@ -135,6 +211,7 @@
       for (const c of COLUMNS) put(other.cols[c], mine ? vals[c] : null);
     }
     summarise(srv.summary, s, vals);
+    addAction(s);
   }
 
   function summarise(sum, s, vals) {
@@ -172,6 +249,9 @@
     xs.splice(0, k);
     table.rowServer.splice(0, k);
     for (const srv of table.order) for (const c of COLUMNS) srv.cols[c].splice(0, k);
+    // Actions go with their rows.
+    const a = xs.length ? lowerBound(table.actions, xs[0], (x) => x.time) : table.actions.length;
+    if (a) { table.actions.splice(0, a); table.actionsVersion++; }
   }
 
   // ---- measurements (for the status line and for tests) -----------------------------------
@@ -372,7 +452,8 @@
   }
 
   function gcChart(width) {
-    const spec = { id: 'gc', title: 'GC timeline', unit: 'marker size: longest pause in the interval' };
+    const spec = { id: 'gc', title: 'GC timeline',
+      unit: 'circles: collections, sized by the longest pause in the interval · triangles: policy actions' };
     const lanes = Math.max(1, table.order.length);
     const laneOf = (srv) => lanes - 1 - srv.index; // first server on top
     const names = table.order.map((s) => s.name);
@@ -390,8 +471,20 @@
       item.append(dot, g.label);
       key.append(item);
     }
+    // The actions' part of the key shows once there are actions (the seed's samples have none).
+    const actionKey = document.createElement('span');
+    actionKey.className = 'action-key';
+    for (const k of ACTION_KINDS) {
+      const item = document.createElement('span');
+      const tri = document.createElement('b');
+      tri.style.color = k.color;
+      item.append(tri, k.label);
+      actionKey.append(item);
+    }
+    key.append(actionKey);
     el.append(key);
     const radius = (ms) => Math.min(14, 3 + 2.2 * Math.log2(1 + ms));
+    let markers = []; // the actions drawn last, for the API: {time, server, kind, x, y} in CSS px
     // One path per generation (a fill per marker is slow on a software canvas), and per lane
     // and generation at most one marker per pixel column: the largest.
     const draw = (u) => {
@@ -426,6 +519,37 @@
         });
       }
       for (const [k, m] of last) flush(k % GENS.length, m);
+      // Actions: a triangle pointing down at the lane, one path per kind, per lane at most one
+      // per pixel column (the most important kind there).
+      const tris = ACTION_KINDS.map(() => new Path2D());
+      const half = 4.5 * dpr, tall = 8 * dpr;
+      markers = [];
+      const put = (m) => {
+        const cy = u.valToPos(laneOf(m.srv) + 0.36, 'y', true);
+        tris[m.ki].moveTo(m.px - half, cy - tall);
+        tris[m.ki].lineTo(m.px + half, cy - tall);
+        tris[m.ki].lineTo(m.px, cy);
+        tris[m.ki].closePath();
+        markers.push({ time: m.a.time, server: m.a.server, kind: m.a.kind,
+          x: u.valToPos(m.a.time, 'x'), y: u.valToPos(laneOf(m.srv) + 0.36, 'y') - 4 });
+      };
+      const acts = table.actions;
+      const lastAct = new Map(); // lane -> {px, ki, a, srv}
+      for (let j = lowerBound(acts, x0, (a) => a.time); j < acts.length && acts[j].time <= x1; j++) {
+        const a = acts[j];
+        const srv = table.servers.get(a.server);
+        if (!srv) continue;
+        const px = Math.round(u.valToPos(a.time, 'x', true));
+        const ki = KIND_INDEX[a.kind];
+        const m = lastAct.get(srv.index);
+        if (m && m.px === px) {
+          if (ki <= m.ki) { m.ki = ki; m.a = a; }
+          continue;
+        }
+        if (m) put(m);
+        lastAct.set(srv.index, { px, ki, a, srv });
+      }
+      for (const m of lastAct.values()) put(m);
       ctx.save();
       ctx.beginPath();
       ctx.rect(left, top, w, h);
@@ -435,18 +559,111 @@
         ctx.fillStyle = g.color;
         ctx.fill(paths[gi]);
       });
+      ctx.globalAlpha = 0.95;
+      ACTION_KINDS.forEach((k, ki) => {
+        ctx.fillStyle = k.color;
+        ctx.fill(tris[ki]);
+      });
       ctx.restore();
     };
     const u = new uPlot({
-      width, height: Math.max(120, 46 * lanes + 50), series,
+      width, height: Math.max(120, 54 * lanes + 50), series,
       axes: axes('', (u, splits) => splits.map((v) => names[lanes - 1 - v] || ''),
         () => names.map((_, i) => i)),
-      scales: { x: { time: true, range: xRange }, y: { auto: false, range: [-0.6, lanes - 0.4] } },
+      // Room above the top lane for its actions' triangles.
+      scales: { x: { time: true, range: xRange }, y: { auto: false, range: [-0.6, lanes - 0.3] } },
       cursor: { sync: { key: 'neurogc' }, points: { show: false } },
       legend: { show: false },
       hooks: { draw: [draw] },
     }, data, el);
-    return { spec, u, el, data: () => data };
+
+    // Hover: the action nearest the pointer (within 6 px) in the lane under it, in a tooltip.
+    const tip = document.createElement('div');
+    tip.className = 'action-tip';
+    tip.hidden = true;
+    el.append(tip);
+    const hover = (e) => {
+      const r = u.over.getBoundingClientRect();
+      const x = e.clientX - r.left, y = e.clientY - r.top;
+      const srv = table.order[lanes - 1 - Math.round(u.posToVal(y, 'y'))];
+      let best = null, bestDx = 7;
+      if (srv) {
+        const acts = table.actions;
+        const t1 = u.posToVal(x + 6, 'x');
+        for (let j = lowerBound(acts, u.posToVal(x - 6, 'x'), (a) => a.time);
+          j < acts.length && acts[j].time <= t1; j++) {
+          if (acts[j].server !== srv.name) continue;
+          const dx = Math.abs(u.valToPos(acts[j].time, 'x') - x);
+          if (dx <= bestDx) { best = acts[j]; bestDx = dx; } // ties: the later one
+        }
+      }
+      if (!best) { tip.hidden = true; return; }
+      tip.replaceChildren(...actionParts(best));
+      tip.hidden = false;
+      const box = el.getBoundingClientRect();
+      const left = r.left - box.left + x + 14;
+      tip.style.left = `${Math.max(0, left + tip.offsetWidth > box.width ? left - 28 - tip.offsetWidth : left)}px`;
+      tip.style.top = `${r.top - box.top + y + 14}px`;
+    };
+    u.over.addEventListener('mousemove', hover);
+    u.over.addEventListener('mouseleave', () => { tip.hidden = true; });
+
+    // The most recent actions under the timeline.
+    const list = document.createElement('section');
+    list.className = 'actions';
+    const h = document.createElement('h4');
+    h.textContent = 'Policy actions';
+    const sub = document.createElement('span');
+    sub.className = 'unit';
+    sub.textContent = `most recent first, the last ${MAX_LISTED}`;
+    h.append(sub);
+    const ol = document.createElement('ol');
+    list.append(h, ol);
+    el.append(list);
+    return { spec, u, el, data: () => data, markers: () => markers, actionKey, list, ol,
+      listed: -1 };
+  }
+
+  const kindLabel = (kind) => ACTION_KINDS[KIND_INDEX[kind]].label;
+
+  // An action as text nodes (never HTML: the text comes from whoever posted the sample).
+  function actionParts(a) {
+    const span = (cls, text) => {
+      const e = document.createElement('span');
+      e.className = cls;
+      e.textContent = text;
+      return e;
+    };
+    const when = span('when', fmtClock(a.time, 1));
+    when.title = new Date(a.time * 1000).toLocaleString();
+    const srv = span('srv', a.server);
+    const color = table.servers.get(a.server)?.color;
+    if (color) srv.style.setProperty('--c', color);
+    const label = kindLabel(a.kind);
+    const kind = span('kind', a.trigger && a.trigger !== label ? `${label} · ${a.trigger}` : label);
+    kind.style.setProperty('--k', ACTION_KINDS[KIND_INDEX[a.kind]].color);
+    const act = document.createElement('code');
+    act.className = 'act';
+    act.textContent = a.action;
+    const parts = [when, srv, kind, act, span('why', a.reason)];
+    // A sample carries the last action of its interval, and how many there were.
+    if (a.count > 1) parts.push(span('more', `(the last of ${a.count} in the interval)`));
+    return parts;
+  }
+
+  function renderActionList(c) {
+    if (c.listed === table.actionsVersion) return;
+    c.listed = table.actionsVersion;
+    const acts = table.actions;
+    c.list.hidden = c.actionKey.hidden = acts.length === 0;
+    const rows = [];
+    for (let j = acts.length - 1; j >= 0 && rows.length < MAX_LISTED; j--) {
+      const li = document.createElement('li');
+      li.dataset.kind = acts[j].kind;
+      li.append(...actionParts(acts[j]));
+      rows.push(li);
+    }
+    c.ol.replaceChildren(...rows);
   }
 
   function chartWidth(wide) {
@@ -551,6 +768,7 @@
     }
     for (const c of charts) {
       c.el.hidden = c.spec.fields ? !c.spec.fields.some((f) => table.measured.has(f.key)) : false;
+      if (c.list) renderActionList(c);
     }
     renderCards();
     const n = table.order.reduce((a, s) => a + s.summary.samples, 0);
@@ -641,6 +859,18 @@
       if (!c) return [];
       return c.u.series.slice(1).map((s, i) => ({ label: s.label,
         points: c.u.data[i + 1].reduce((n, v) => n + (v === null ? 0 : 1), 0) }));
+    },
+    /** Policy actions held (samples with a `policy_action`), in time order, for one server or
+     *  all: [{time, server, kind, trigger, action, reason, count}]. */
+    actions(server) {
+      return table.actions.filter((a) => server === undefined || a.server === server)
+        .map((a) => ({ ...a }));
+    },
+    /** The action markers the GC timeline drew last: [{time, server, kind, x, y}], x and y in
+     *  CSS pixels from the plot area's top left (where to hover). */
+    actionMarkers() {
+      const c = charts.find((ch) => ch.spec.id === 'gc');
+      return c ? c.markers() : [];
     },
     /** Connection state: 'live', 'connecting' or 'reconnecting'. */
     connection: () => connState,

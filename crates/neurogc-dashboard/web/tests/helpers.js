@@ -78,10 +78,13 @@ async function launchBrowser() {
     executablePath: CHROMIUM,
     headless: true,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      '--disable-background-networking', '--disable-component-update', '--disable-sync',
+      // A page the test itself serves counts as public: it could not open the local WebSocket.
+      ...(process.env.NEUROGC_WEB_FROM_DISK ? ['--disable-features=LocalNetworkAccessChecks'] : [])],
     viewport: { width: 1400, height: 1000 },
     timeout: 30000,
   });
+  if (process.env.NEUROGC_WEB_FROM_DISK) await serveWebFromDisk(context);
   return {
     context,
     async close() {
@@ -89,6 +92,20 @@ async function launchBrowser() {
       fs.rmSync(profile, { recursive: true, force: true });
     },
   };
+}
+
+// The binary embeds the page at compile time; with NEUROGC_WEB_FROM_DISK=1 the browser gets
+// web/src/ from disk instead, so work on the page needs no rebuild (a final run should not set it).
+const WEB_SRC = path.resolve(__dirname, '../src');
+const FROM_DISK = { '/': ['index.html', 'text/html'], '/index.html': ['index.html', 'text/html'],
+  '/app.js': ['app.js', 'text/javascript'], '/style.css': ['style.css', 'text/css'] };
+
+async function serveWebFromDisk(context) {
+  await context.route((url) => url.hostname === '127.0.0.1' && url.pathname in FROM_DISK,
+    (route) => {
+      const [file, contentType] = FROM_DISK[new URL(route.request().url()).pathname];
+      return route.fulfill({ status: 200, contentType, body: fs.readFileSync(path.join(WEB_SRC, file)) });
+    });
 }
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });

@@ -143,3 +143,118 @@ test('--replay plays the seed benchmark CSV into the page', { timeout: 30000 }, 
   await page.evaluate(() => window.neurogcDashboard.renderNow());
   await page.screenshot({ path: path.join(ARTIFACTS, 'dashboard-replay.png'), fullPage: true });
 });
+
+test('policy actions: a marker per action in its lane, a tooltip, the list', { timeout: 60000 }, async (t) => {
+  const dash = await startDashboard();
+  const browser = await launchBrowser();
+  t.after(async () => { await browser.close(); await dash.stop(); });
+  const page = await browser.context.newPage();
+  const pageErrors = [];
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  await page.goto(dash.url + '/');
+  await page.waitForFunction(() => window.neurogcDashboard?.connection() === 'live', null, { timeout: 10000 });
+
+  // Samples without actions add none: ours with an empty policy_action, and the seed's format.
+  const t0 = Math.floor(Date.now() / 1000) - 60;
+  const quiet = [];
+  for (let i = 0; i < 30; i++) quiet.push(agentSample('default', t0 + i, i));
+  quiet.push({ server: 'seed', timestamp: t0 + 1, cpu: 1, gc_triggered: 'True' });
+  assert.equal((await post(dash.url, '/api/metrics', quiet)).status, 200);
+  await page.waitForFunction(() => window.neurogcDashboard.count() === 31, null, { timeout: 10000 });
+  await page.evaluate(() => window.neurogcDashboard.renderNow());
+  assert.deepEqual(await api(page, 'actions'), []);
+  assert.deepEqual(await api(page, 'actionMarkers'), []);
+  assert.equal(await page.isVisible('.chart[data-chart="gc"] .actions'), false, 'no list without actions');
+
+  // The scheduler's actions, as the agent reports them (the last of each interval).
+  const acts = {
+    2: ['set_threshold(2000, 10, 1000000)', 'young collections stay automatic; full collections are the scheduler\'s (rss budget: twice the live heap after the warm-up)', 'threshold', ''],
+    5: ['collect(2) -> 160110 in 288.8 ms; gc.freeze()', 'warm-up of 3.0 s over: the warm heap is frozen; no quiet window in 2.00 s (P = 0.00 for 50.0 ms); 1 in flight; predicted pause 50.0 ms', 'freeze', 'freeze'],
+    9: ['collect(2) -> 12376 in 17.0 ms', 'due: every 44 requests keeps the pauses out of the p99 or small; not waiting: recent needed collections found a quiet window 15 % of the time; 1 in flight; predicted pause 15.4 ms', 'collect', 'due'],
+    12: ['collect(2) -> 10624 in 15.0 ms', 'opportunistic; quiet window: P(no arrival in 16.2 ms) = 1.00; 0 in flight; predicted pause 16.2 ms', 'collect', 'quiet'],
+    15: ['collect(2) -> 20480 in 21.3 ms', 'memory grew 64 MiB since the last full collection (live 120 MiB); quiet window: P(no arrival in 20.0 ms) = 0.97; 0 in flight; predicted pause 20.0 ms', 'collect', 'growth'],
+    18: ['gc.unfreeze(); collect(2) -> 40000 in 30.1 ms; gc.freeze()', 'stale freeze: rss 400 MiB, 200 MiB at the freeze; no quiet window in 1.00 s (P = 0.10 for 30.0 ms); 2 in flight; predicted pause 30.0 ms', 'refreeze', 'stale'],
+    21: ['collect(2) -> 5000 in 40.0 ms', 'guard: rss 300 MiB > budget 200 MiB; forced by the memory guard; 1 in flight; predicted pause 35.0 ms', 'guard', 'guard'],
+    24: ['set_threshold(2800, 10, 1000000)', 'young threshold trial: 2800 against at 2000: young pauses 0.20 ms, full 15.00 ms', 'threshold', 'young threshold'],
+    // Text, never markup.
+    27: ['observing only', '<b>not bold</b> FreeThreaded collector', 'other', ''],
+  };
+  const samples = [];
+  for (let i = 0; i < 30; i++) {
+    const s = agentSample('neurogc', t0 + i + 0.5, i);
+    if (acts[i]) Object.assign(s, { policy_action: acts[i][0], policy_reason: acts[i][1], policy_actions: i === 9 ? 2 : 1 });
+    samples.push(s);
+  }
+  // Two actions in one pixel column of the lane: one marker, the guard's.
+  samples.push({ ...agentSample('neurogc', t0 + 29.5, 29), policy_action: 'collect(2) -> 7 in 1.0 ms',
+    policy_reason: 'due: every 44 requests', policy_actions: 1 });
+  samples.push({ ...agentSample('neurogc', t0 + 29.51, 29), policy_action: 'collect(2) -> 9 in 2.0 ms',
+    policy_reason: 'guard: young generation count 90000 > budget 80000', policy_actions: 1 });
+  assert.equal((await post(dash.url, '/api/metrics', samples)).status, 200);
+  await page.waitForFunction(() => window.neurogcDashboard.count() === 63, null, { timeout: 10000 });
+  await page.evaluate(() => window.neurogcDashboard.renderNow());
+
+  const expected = Object.entries(acts).map(([i, [action, reason, kind, trigger]]) => ({
+    time: t0 + Number(i) + 0.5, server: 'neurogc', kind, trigger, action, reason,
+    count: Number(i) === 9 ? 2 : 1 }));
+  expected.push(
+    { time: t0 + 29.5, server: 'neurogc', kind: 'collect', trigger: 'due',
+      action: 'collect(2) -> 7 in 1.0 ms', reason: 'due: every 44 requests', count: 1 },
+    { time: t0 + 29.51, server: 'neurogc', kind: 'guard', trigger: 'guard',
+      action: 'collect(2) -> 9 in 2.0 ms', reason: 'guard: young generation count 90000 > budget 80000', count: 1 });
+  assert.deepEqual(await api(page, 'actions', 'neurogc'), expected);
+  assert.deepEqual(await api(page, 'actions', 'default'), []);
+  assert.deepEqual(await api(page, 'actions', 'seed'), []);
+
+  // Markers: one per action, in the neurogc lane (below the default lane: servers top down),
+  // the two in one pixel column drawn as one.
+  const markers = await api(page, 'actionMarkers');
+  assert.deepEqual(markers.map((m) => [m.time, m.server, m.kind]),
+    expected.slice(0, -2).map((a) => [a.time, a.server, a.kind]).concat([[t0 + 29.51, 'neurogc', 'guard']]));
+  assert.ok(markers.every((m) => m.y === markers[0].y), 'one lane');
+  assert.ok(markers.every((m, i) => i === 0 || m.x > markers[i - 1].x + 5), 'separate columns');
+
+  // The list: most recent first, action and reason as text.
+  const rows = await page.$$eval('.chart[data-chart="gc"] .actions li',
+    (lis) => lis.map((li) => ({ kind: li.dataset.kind, srv: li.querySelector('.srv').textContent,
+      act: li.querySelector('.act').textContent, why: li.querySelector('.why').textContent,
+      bold: li.querySelectorAll('b').length })));
+  assert.deepEqual(rows.map((r) => [r.kind, r.srv, r.act, r.why]),
+    expected.slice().reverse().map((a) => [a.kind, a.server, a.action, a.reason]));
+  assert.ok(rows.every((r) => r.bold === 0), 'reasons are not markup');
+  const listText = await page.textContent('.chart[data-chart="gc"] .actions');
+  assert.match(listText, /collect · due\s*collect\(2\) -> 12376 in 17\.0 ms/);
+  assert.match(listText, /due: every 44 requests keeps the pauses out of the p99 or small/);
+  assert.match(listText, /the last of 2 in the interval/);
+
+  // Hover: the action and its reason in the tooltip.
+  const over = await page.$('.chart[data-chart="gc"] .u-over');
+  const box = await over.boundingBox();
+  const due = markers.find((m) => m.time === t0 + 9.5);
+  await page.mouse.move(box.x + due.x, box.y + due.y);
+  await page.waitForSelector('.chart[data-chart="gc"] .action-tip:not([hidden])', { timeout: 5000 });
+  const tip = await page.textContent('.chart[data-chart="gc"] .action-tip');
+  assert.match(tip, /neurogc/);
+  assert.match(tip, /collect\(2\) -> 12376 in 17\.0 ms/);
+  assert.match(tip, /due: every 44 requests keeps the pauses out of the p99 or small/);
+  await page.screenshot({ path: path.join(ARTIFACTS, 'dashboard-actions.png') });
+  // Away from any action: no tooltip.
+  await page.mouse.move(box.x + (due.x + markers[markers.indexOf(due) + 1].x) / 2, box.y + due.y);
+  await page.waitForSelector('.chart[data-chart="gc"] .action-tip', { state: 'hidden', timeout: 5000 });
+
+  // The list is bounded: 60 more actions, the newest 50 listed.
+  const many = [];
+  for (let i = 0; i < 60; i++) {
+    many.push({ ...agentSample('many', t0 + 30 + i * 0.25, i), policy_action: `set_threshold(${1000 + i}, 10, 10)`,
+      policy_reason: `young threshold trial: ${1000 + i}`, policy_actions: 1 });
+  }
+  assert.equal((await post(dash.url, '/api/metrics', many)).status, 200);
+  await page.waitForFunction(() => window.neurogcDashboard.count('many') === 60, null, { timeout: 10000 });
+  await page.evaluate(() => window.neurogcDashboard.renderNow());
+  assert.equal((await api(page, 'actions', 'many')).length, 60);
+  const listed = await page.$$eval('.chart[data-chart="gc"] .actions li .act', (e) => e.map((x) => x.textContent));
+  assert.equal(listed.length, 50);
+  assert.equal(listed[0], 'set_threshold(1059, 10, 10)');
+  assert.equal(listed[49], 'set_threshold(1010, 10, 10)');
+  assert.deepEqual(pageErrors, []);
+});
