@@ -5,6 +5,8 @@
     app = neurogc.install(app, policy="threshold:5000,20,20")   # FastAPI, Starlette, Flask: the
                                                                 # same app, /metrics (Prometheus)
     REGISTRY.register(neurogc.NeuroGCCollector())               # or into prometheus_client's registry
+    with neurogc.training(policy="every:50") as gc_steps:       # a training loop: collect at step
+        for batch in data: ...; gc_steps.step()                 # boundaries (docs/training.md)
 
 Policies are spec strings: {policies}. ``periodic`` turns automatic GC off and
 collects every SECS, under a memory guard (``rss``, ``young``, ``check``).
@@ -21,6 +23,10 @@ def __getattr__(name: str):
         from .prometheus import NeuroGCCollector
 
         return NeuroGCCollector
+    if name == "training":  # the step hook (docs/training.md): a callable module
+        import importlib
+
+        return importlib.import_module(".training", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
