@@ -2,7 +2,7 @@
 agent's own columns (46, about 300 bytes a row) of the given size, trained with `--epochs N`, its
 peak RSS (the child's max resident set) and wall time, printed as Markdown.
 
-Usage: python bench/models/train_memory.py [--mb 1024] [--epochs 0] [--neurogc target/release/neurogc]
+Usage: python bench/models/train_memory.py [--mb 1024] [--epochs 1] [--neurogc target/release/neurogc]
          > bench/models/TRAIN-MEMORY.md
 """
 
@@ -53,7 +53,7 @@ def write_csv(path: Path, megabytes: float) -> int:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mb", type=float, default=1024)
-    ap.add_argument("--epochs", type=int, default=0)
+    ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--model", default="feedforward")
     ap.add_argument("--neurogc", default="target/release/neurogc")
     a = ap.parse_args()
