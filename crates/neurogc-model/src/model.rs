@@ -286,6 +286,18 @@ fn check_meta(meta: &ModelMeta) -> Result<(), ModelError> {
     if !meta.threshold.is_finite() {
         return Err(ModelError::meta("threshold is not finite".into()));
     }
+    // The loaders compute tensor shapes from these: an overflow there panicked.
+    let (size, fits) = match meta.architecture {
+        Architecture::Lstm { hidden, .. } => (hidden, hidden.checked_mul(4).is_some()),
+        Architecture::Transformer { d_model, .. } => (d_model, d_model.checked_mul(3).is_some()),
+        _ => (0, true),
+    };
+    if !fits {
+        return Err(ModelError::meta(format!(
+            "{} size {size} is too large",
+            meta.architecture.name()
+        )));
+    }
     Ok(())
 }
 

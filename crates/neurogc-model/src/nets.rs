@@ -23,7 +23,8 @@ impl Lstm {
         hidden: usize,
         layers: usize,
     ) -> Result<Lstm, ModelError> {
-        let mut built = Vec::with_capacity(layers);
+        // Not `with_capacity(layers)`: a huge count in model.json aborted the process.
+        let mut built = Vec::new();
         for k in 0..layers {
             let layer_in = if k == 0 { inputs } else { hidden };
             let w_ih = t.f32(&format!("lstm.weight_ih_l{k}"), &[4 * hidden, layer_in])?;
@@ -185,7 +186,8 @@ impl Transformer {
                 t.f32(&format!("{name}.bias"), &[d])?.to_vec(),
             ))
         };
-        let mut built = Vec::with_capacity(layers);
+        // Not `with_capacity(layers)`: a huge count in model.json aborted the process.
+        let mut built = Vec::new();
         for k in 0..layers {
             let p = format!("encoder.layers.{k}");
             let in_w = t.f32(&format!("{p}.self_attn.in_proj_weight"), &[3 * d, d])?;

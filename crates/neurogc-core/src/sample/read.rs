@@ -9,6 +9,7 @@
 //! - numbers are finite; `nan` or `inf` in a numeric column is a malformed cell;
 //! - text columns (the policy's name, action and reason, the server) stay text;
 //! - a header names each column once;
+//! - lines end in `\n` or `\r\n` (a file whose lines end in a lone `\r` is refused);
 //! - a last line without a line end that is not a whole row (and not longer than one) is what a
 //!   writer killed mid-line leaves: it is skipped with a warning. Anything else malformed is an
 //!   error naming the file, the line (as an editor counts them, the header is line 1) and the
@@ -392,15 +393,35 @@ fn stream(
         line,
         message,
     };
-    let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(input);
+    // Only `\n` ends a row: the csv crate numbers the line after a `\r\n` as the one before
+    // (rust-csv#395), so every error in a CRLF file (the seed's) named the line above. The `\r`
+    // left at the end of a row's last field is trimmed like any space.
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_reader(input);
     let header = reader
         .headers()
         .map_err(|e| error(1, format!("unreadable header: {e}")))?;
+    if header.iter().any(|c| c.trim().contains('\r')) {
+        return Err(error(
+            1,
+            "lines end in a lone `\\r` (old Mac line ends); only `\\n` and `\\r\\n` end a line"
+                .into(),
+        ));
+    }
     let header = Header::with_kinds(header.iter(), kinds).map_err(|e| error(1, e))?;
     let mut warnings = Vec::new();
     {
         let mut records = reader.records().peekable();
         while let Some(record) = records.next() {
+            // A blank line, `\r\n` included, is skipped as the csv crate skips an empty one.
+            if record
+                .as_ref()
+                .is_ok_and(|r| r.len() == 1 && r[0].trim().is_empty())
+            {
+                continue;
+            }
             let is_last = records.peek().is_none();
             // A writer stopped mid-line leaves fewer fields, never more.
             let mut too_long = false;
