@@ -361,6 +361,7 @@ def test_interrupted_bench_stops_everything_and_keeps_what_it_measured(tmp_path)
     runs = tmp_path / "runs"
     proc = subprocess.Popen(
         [str(NEUROGC), "bench", "--policy", "default", "--policy", "threshold:3000",
+         "--mode", "sequential",
          "--repeat", "3", "--rate", "10", "--duration", "60s", "--warmup", "500ms",
          "--interval", "0.25", "--runs-dir", str(runs), "--no-dashboard"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -128,7 +128,8 @@ pub struct LoadOpts {
     /// Closed loop: users started per second (Locust's -r).
     #[arg(short = 'r', long, value_name = "R")]
     pub spawn_rate: Option<f64>,
-    /// Closed loop: think time between a user's requests, uniform in [MIN, MAX] seconds.
+    /// Closed loop: think time between a user's requests, uniform in [MIN, MAX]: 0.1,0.5 or
+    /// 100ms,500ms (bare numbers are seconds).
     #[arg(long, value_name = "MIN,MAX")]
     pub wait: Option<String>,
     /// Open loop: requests per second, or `auto` (bench only): find the highest rate the
@@ -224,12 +225,15 @@ impl LoadOpts {
         let (wait_min_s, wait_max_s) = match &self.wait {
             None => (0.1, 0.5),
             Some(w) => {
-                let parsed = w.split_once(',').and_then(|(a, b)| {
-                    Some((a.trim().parse::<f64>().ok()?, b.trim().parse::<f64>().ok()?))
-                });
+                let secs = |d: &str| parse_duration(d).ok().map(|d| d.as_secs_f64());
+                let parsed = w
+                    .split_once(',')
+                    .and_then(|(a, b)| Some((secs(a)?, secs(b)?)));
                 match parsed {
-                    Some((a, b)) if a >= 0.0 && b >= a && b.is_finite() => (a, b),
-                    _ => bail!("--wait {w:?}: expected MIN,MAX seconds with 0 <= MIN <= MAX"),
+                    Some((a, b)) if b >= a => (a, b),
+                    _ => bail!(
+                        "--wait {w:?}: expected MIN,MAX durations with MIN <= MAX (0.1,0.5 or 100ms,500ms)"
+                    ),
                 }
             }
         };
@@ -260,6 +264,27 @@ mod tests {
         for bad in ["items", "", "/a b", "http://x/"] {
             let e = LoadOpts::paths_as_tasks(&[bad.to_string()]).unwrap_err();
             assert!(e.to_string().contains("--path"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn waits_are_durations() {
+        let wait = |w: &str| {
+            let l: crate::CollectArgs = flags_with_defaults(&["--wait", w]).unwrap();
+            match l.load.plan(Some((1, 1.0))) {
+                Ok(LoadPlan::Fixed(Shape::Closed {
+                    wait_min_s,
+                    wait_max_s,
+                    ..
+                })) => Ok((wait_min_s, wait_max_s)),
+                Ok(_) => unreachable!(),
+                Err(e) => Err(e.to_string()),
+            }
+        };
+        assert_eq!(wait("0.1,0.5"), Ok((0.1, 0.5)));
+        assert_eq!(wait("100ms, 1s"), Ok((0.1, 1.0)));
+        for bad in ["0.5,0.1", "1s,-1", "soon,1", "1"] {
+            assert!(wait(bad).unwrap_err().contains("--wait"), "{bad}");
         }
     }
 

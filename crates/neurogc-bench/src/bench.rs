@@ -63,9 +63,10 @@ pub struct BenchArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub rate_warmup: Option<Duration>,
     /// With --mode alternating or turns: how long each server has the load before the next
-    /// takes over (a turn; --duration is then so many turns per server).
-    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
-    pub slice: Duration,
+    /// takes over (a turn; --duration is then so many turns per server) [default: 2s, or
+    /// --duration if shorter].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub slice: Option<Duration>,
     /// Do not pin the server and the load generator to separate CPUs.
     #[arg(long)]
     pub no_pin: bool,
@@ -151,6 +152,12 @@ fn group_s(args: &BenchArgs, mode: Mode, policies: usize) -> f64 {
     servers * START_STOP_S + turns * (warmup + duration)
 }
 
+/// The turn length: `--slice`, or 2 s, or the whole `--duration` if that is shorter.
+fn slice(args: &BenchArgs) -> Duration {
+    args.slice
+        .unwrap_or_else(|| Duration::from_secs(2).min(args.duration))
+}
+
 fn check(args: &BenchArgs) -> Result<Checked> {
     let policies = policies::parse_all(&args.policies)?;
     if args.repeat == 0 || args.repeat > 1000 {
@@ -176,10 +183,10 @@ fn check(args: &BenchArgs) -> Result<Checked> {
                 "--mode {mode} switches an open-loop load between servers: give --rate RPS or --rate auto, not --users"
             );
         }
-        if args.slice < Duration::from_millis(100) || args.slice > args.duration {
+        let slice = slice(args);
+        if slice < Duration::from_millis(100) || slice > args.duration {
             bail!(
-                "--slice {:?} must be at least 100ms and at most --duration ({:?})",
-                args.slice,
+                "--slice {slice:?} must be at least 100ms and at most --duration ({:?})",
                 args.duration
             );
         }
@@ -205,7 +212,7 @@ pub fn execute(args: &BenchArgs, command: Vec<String>, dashboard: Dashboard) -> 
         output: &args.output,
         pin: !args.no_pin && mode != Mode::SideBySide,
         mode,
-        alternate: mode.takes_turns().then_some(args.slice),
+        alternate: mode.takes_turns().then(|| slice(args)),
         repeat: args.repeat,
         warmup: args.warmup,
         duration: args.duration,
@@ -353,6 +360,17 @@ mod tests {
         assert!(e.to_string().contains("--mode alternating"), "{e}");
         let given = args(&["--mode", "side-by-side", "--rate", "9"]);
         assert_eq!(check(&given).unwrap().mode, Mode::SideBySide);
+        // A measurement shorter than the default turn is one turn; a --slice given is checked.
+        let short = args(&["--duration", "1s"]);
+        assert_eq!(
+            (check(&short).unwrap().mode, slice(&short)),
+            (Mode::Alternating, Duration::from_secs(1))
+        );
+        assert_eq!(slice(&args(&[])), Duration::from_secs(2));
+        let e = check(&args(&["--duration", "1s", "--slice", "2s"]))
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("--slice"), "{e}");
     }
 
     #[test]

@@ -293,7 +293,7 @@ fn bench_args(dir: &Path, python: &Path, w: &Workload, plan: &Plan) -> Result<Be
     b.output.name = Some(w.name.clone());
     b.mode = Some(Mode::Turns);
     b.repeat = 1;
-    b.slice = plan.turn;
+    b.slice = Some(plan.turn);
     b.duration = plan.turn * plan.rounds;
     b.warmup = plan.warmup;
     b.load.rate = Some(plan.rate.map_or("auto".into(), |r| r.to_string()));
