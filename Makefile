@@ -18,13 +18,22 @@ NPM_STAMP := $(WEB)/node_modules/.package-lock.json
 WEB_SOURCES := $(shell find $(WEB)/src -type f 2>/dev/null)
 
 RUST_SOURCES := $(shell find crates -name '*.rs' -o -name Cargo.toml 2>/dev/null) Cargo.toml Cargo.lock
-PY_SOURCES := $(shell find python -name '*.py' 2>/dev/null) pyproject.toml
+PY_SOURCES := $(shell find python -type f -not -path '*/__pycache__/*' -not -path 'python/neurogc/bin/*' -not -name '*.so' 2>/dev/null) pyproject.toml docs/pypi.md
 WHEEL_STAMP := target/wheels/.built
+# The wheel to install elsewhere (make wheel): in dist/, tagged manylinux2014 (glibc 2.17 and
+# newer), the `neurogc` command inside. zig (PyPI's ziglang) links the extension and the CLI
+# against glibc 2.17; it lives in its own virtualenv so that `make setup` does not fetch it.
+WHEEL_VENV := .venv-wheel
+WHEEL_DEPS := maturin==1.16.* ziglang==0.17.*
+ZIG_TARGET := x86_64-unknown-linux-gnu
+ZIG_CC := target/zig/cc
+DIST_CLI := $(or $(CARGO_TARGET_DIR),target)/$(ZIG_TARGET)/release/neurogc
+DIST_STAMP := dist/.built
 
 
-.PHONY: setup demo test test-matrix test-slow bench-suite bench-suite-quick test-rust test-python test-python-versions test-web lint fmt bench bench-load bench-dashboard bench-models bench-soak clean system-packages
+.PHONY: setup wheel dev-cli demo test test-matrix test-slow bench-suite bench-suite-quick test-rust test-python test-python-versions test-web lint fmt bench bench-load bench-dashboard bench-models bench-soak clean system-packages
 
-setup: system-packages $(NPM_STAMP) $(VENV)/.deps $(VENV)/.neurogc $(VENV)/bin/neurogc
+setup: system-packages $(NPM_STAMP) $(VENV)/.deps $(VENV)/.neurogc dev-cli
 
 system-packages:
 	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -57,8 +66,43 @@ $(VENV)/.neurogc: $(WHEEL_STAMP)
 target/release/neurogc: $(RUST_SOURCES) $(WEB_SOURCES) $(NPM_STAMP) python/neurogc/_bootstrap/sitecustomize.py
 	$(CARGO) build --release -q -p neurogc-cli
 
-$(VENV)/bin/neurogc: target/release/neurogc $(VENV)/.deps
-	ln -sf ../../target/release/neurogc $@
+# .venv/bin/neurogc links to the release binary; installing the wheel (its console script)
+# replaces the link, so every setup puts it back if it is anything else.
+dev-cli: target/release/neurogc $(VENV)/.neurogc
+	@test "$$(readlink $(VENV)/bin/neurogc)" = ../../target/release/neurogc || \
+	  ln -sfn ../../target/release/neurogc $(VENV)/bin/neurogc
+
+$(WHEEL_VENV)/.deps: Makefile
+	@test -x $(WHEEL_VENV)/bin/python || $(PYTHON) -m venv $(WHEEL_VENV)
+	$(WHEEL_VENV)/bin/python -m pip install -q --upgrade pip
+	$(WHEEL_VENV)/bin/python -m pip install -q $(WHEEL_DEPS)
+	@touch $@
+
+# zig cc as cargo's linker for the CLI, through maturin's wrapper (it drops the flags zig refuses).
+$(ZIG_CC): $(WHEEL_VENV)/.deps
+	@mkdir -p $(@D)
+	@printf '%s\n' '#!/bin/sh' '# Written by make: links with zig against glibc 2.17.' \
+	  'export CARGO_ZIGBUILD_ZIG_COMMAND="$(CURDIR)/$(WHEEL_VENV)/bin/python" CARGO_ZIGBUILD_ZIG_COMMAND_ARGS="-m ziglang"' \
+	  'exec "$(CURDIR)/$(WHEEL_VENV)/bin/maturin" zig cc -- -g -fno-sanitize=all -target x86_64-linux-gnu.2.17 "$$@"' > $@
+	@chmod +x $@
+
+# An explicit --target keeps these objects in target/$(ZIG_TARGET)/, apart from target/release's.
+$(DIST_CLI): $(RUST_SOURCES) $(WEB_SOURCES) $(NPM_STAMP) python/neurogc/_bootstrap/sitecustomize.py $(ZIG_CC)
+	CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER=$(CURDIR)/$(ZIG_CC) \
+	  $(CARGO) build --release -q -p neurogc-cli --target $(ZIG_TARGET)
+	@touch $@
+
+# The binary is in python/neurogc/bin/ only while maturin runs (make setup's wheel must not see it).
+$(DIST_STAMP): $(DIST_CLI) $(RUST_SOURCES) $(PY_SOURCES) $(WHEEL_VENV)/.deps
+	@rm -f dist/neurogc-*.whl
+	@install -D -m 755 $(DIST_CLI) python/neurogc/bin/neurogc
+	PATH="$(CURDIR)/$(WHEEL_VENV)/bin:$$PATH" maturin build --release -q --zig \
+	  --compatibility manylinux2014 -o dist; status=$$?; rm -rf python/neurogc/bin; exit $$status
+	@touch $@
+
+# dist/neurogc-<version>-cp39-abi3-manylinux2014_x86_64...whl: pip install it anywhere (README).
+wheel: $(DIST_STAMP)
+	@ls -l dist/neurogc-*.whl
 
 # The seed's three phases on the demo app: collect, train an LSTM, bench with and without; ~4 min.
 demo: setup
@@ -67,7 +111,8 @@ demo: setup
 # The README's test command: lint, Rust, Python 3.11 end to end, the dashboard in Chromium.
 test: setup lint test-rust test-python test-web
 
-# What CI runs after `make test`: the slow tests, the Python suite on the other interpreters.
+# What CI runs after `make test`: the slow tests (the wheel installed on 3.9-3.13 among them),
+# the Python suite on the other interpreters.
 test-matrix: test-slow test-python-versions
 
 lint: setup
@@ -83,8 +128,8 @@ test-rust: $(NPM_STAMP)
 test-python: setup
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m pytest -q -m "not slow" tests
 
-# Tests that measure for minutes (CI runs them after `make test`).
-test-slow: setup
+# Tests that measure for minutes, and tests/test_wheel.py (CI runs them after `make test`).
+test-slow: setup $(DIST_STAMP)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m pytest -q -m slow tests
 
 # The same suite on the other interpreters pyenv provides; skipped (and said so) where absent.
@@ -138,4 +183,4 @@ bench-models: setup
 	bash bench/models/run.sh
 
 clean:
-	rm -rf target $(VENV) .venv-py* $(WEB)/node_modules
+	rm -rf target dist $(VENV) $(WHEEL_VENV) .venv-py* $(WEB)/node_modules
