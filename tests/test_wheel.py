@@ -184,7 +184,8 @@ def test_python_m_neurogc(installed):
 
 
 def stub_signatures() -> dict[str, list[str] | None]:
-    """What python/neurogc/_native.pyi declares: name -> parameter names (None: not callable)."""
+    """What python/neurogc/_native.pyi declares: name -> parameter names (None: a constant, a
+    class, a property)."""
     tree = ast.parse((REPO / "python" / "neurogc" / "_native.pyi").read_text())
     found: dict[str, list[str] | None] = {}
 
@@ -198,6 +199,7 @@ def stub_signatures() -> dict[str, list[str] | None]:
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             found[node.target.id] = None
         elif isinstance(node, ast.ClassDef):
+            found[node.name] = None
             for item in node.body:
                 if isinstance(item, ast.FunctionDef):
                     is_property = any(
@@ -216,7 +218,8 @@ def test_the_native_stub_declares_what_the_extension_has():
     runtime: dict[str, list[str] | None] = {}
     for name in _native.__all__:
         value = getattr(_native, name)
-        runtime[name] = list(inspect.signature(value).parameters) if callable(value) else None
+        is_function = callable(value) and not isinstance(value, type)
+        runtime[name] = list(inspect.signature(value).parameters) if is_function else None
     for name, value in vars(_native.NativeAgent).items():
         if name.startswith("__"):
             continue
@@ -224,8 +227,10 @@ def test_the_native_stub_declares_what_the_extension_has():
         runtime[f"NativeAgent.{name}"] = (
             [p for p in inspect.signature(value).parameters if p != "self"] if is_method else None
         )
-    runtime["NativeAgent.__init__"] = list(inspect.signature(_native.NativeAgent).parameters)
-    runtime["NativeAgent"] = list(inspect.signature(_native.NativeAgent).parameters)
     stub = stub_signatures()
-    stub["NativeAgent"] = stub["NativeAgent.__init__"]
+    try:
+        runtime["NativeAgent.__init__"] = list(inspect.signature(_native.NativeAgent).parameters)
+    except ValueError:
+        # The abi3 extension on Python 3.9 has no class text signature: the methods are checked.
+        del stub["NativeAgent.__init__"]
     assert stub == runtime
