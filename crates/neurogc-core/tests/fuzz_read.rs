@@ -4,38 +4,15 @@
 //!
 //! Run longer: `PROPTEST_CASES=100000 cargo test -p neurogc-core --test fuzz_read`.
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use neurogc_core::csv_sink::CsvSink;
 use neurogc_core::sample::read::{
     column_kind, stream_file, BadRows, Cell, ColumnKind, CsvTable, ReadError,
 };
 use neurogc_core::sample::{GenerationSample, Sample, Value};
+use neurogc_fuzzkit::{config, temp_path};
 use proptest::prelude::*;
 
 const NAME: &str = "x.csv";
-
-/// `cases` unless `PROPTEST_CASES` says otherwise; failures are not saved to files in the tree.
-fn config(cases: u32) -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(cases);
-    ProptestConfig {
-        cases,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
-}
-
-/// A fresh path in a per-process temporary directory.
-fn temp_path() -> PathBuf {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let dir = std::env::temp_dir().join(format!("neurogc-fuzz-read-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(format!("{}.csv", N.fetch_add(1, Ordering::Relaxed)))
-}
 
 /// Text that trips CSV readers: separators, quotes, line ends, non-finite and huge numbers, a BOM.
 const TOKENS: &[&str] = &[
@@ -212,7 +189,7 @@ fn expected(v: &Value) -> Cell {
 
 /// Bytes the agent's writer writes for `samples`.
 fn written(samples: &[Sample]) -> Vec<u8> {
-    let path = temp_path();
+    let path = temp_path("fuzz-read", "csv");
     let mut sink = CsvSink::open(&path).unwrap();
     for s in samples {
         sink.write(s).unwrap();
@@ -266,7 +243,7 @@ fn read_checked(bytes: &[u8], bad_rows: BadRows) -> Result<CsvTable, ReadError> 
         }
     }
     // The streaming reader (the trainer's, for files larger than memory) agrees row for row.
-    let path = temp_path();
+    let path = temp_path("fuzz-read", "csv");
     std::fs::write(&path, bytes).unwrap();
     let (mut rows, mut seen) = (Vec::new(), 0);
     let streamed = stream_file(

@@ -8,21 +8,9 @@
 use neurogc_dashboard::ingest::{parse_body, Incoming, MAX_FIELDS};
 use neurogc_dashboard::schema::{self, Kind};
 use neurogc_dashboard::store::{HistoryQuery, Store, StoreConfig};
+use neurogc_fuzzkit::config;
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
-
-/// `cases` unless `PROPTEST_CASES` says otherwise; failures are not saved to files in the tree.
-fn config(cases: u32) -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(cases);
-    ProptestConfig {
-        cases,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
-}
 
 /// Field names: the sample's own, reserved ones, schema columns of each kind, unknown ones.
 const NAMES: &[&str] = &[

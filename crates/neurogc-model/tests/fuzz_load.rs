@@ -6,8 +6,8 @@
 //! Run longer: `PROPTEST_CASES=100000 cargo test -p neurogc-model --test fuzz_load`.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
+use neurogc_fuzzkit::{config, temp_path};
 use neurogc_model::meta::FORMAT;
 use neurogc_model::model::{forest_input_len, TensorMap};
 use neurogc_model::{Architecture, Model, ModelMeta, Normalization, FEATURES, N_FEATURES};
@@ -15,19 +15,6 @@ use proptest::prelude::*;
 use safetensors::tensor::TensorView;
 use safetensors::Dtype;
 use serde_json::{json, Value};
-
-/// `cases` unless `PROPTEST_CASES` says otherwise; failures are not saved to files in the tree.
-fn config(cases: u32) -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(cases);
-    ProptestConfig {
-        cases,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
-}
 
 /// One tensor: name, shape, and its values (F32, or I32 when `ints`).
 #[derive(Clone, Debug)]
@@ -241,12 +228,7 @@ struct Dir(PathBuf);
 
 impl Dir {
     fn new(json: &[u8], weights: &[u8]) -> Dir {
-        static N: AtomicU64 = AtomicU64::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "neurogc-fuzz-model-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
+        let dir = temp_path("fuzz-model", "dir");
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("model.json"), json).unwrap();
         std::fs::write(dir.join("model.safetensors"), weights).unwrap();

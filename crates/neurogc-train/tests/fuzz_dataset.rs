@@ -5,35 +5,12 @@
 //!
 //! Run longer: `PROPTEST_CASES=100000 cargo test -p neurogc-train --test fuzz_dataset`.
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use neurogc_core::csv_sink::CsvSink;
 use neurogc_core::sample::Sample;
+use neurogc_fuzzkit::{config, temp_path};
 use neurogc_model::N_FEATURES;
 use neurogc_train::dataset::{load_csv, parse_csv, Series};
 use proptest::prelude::*;
-
-/// `cases` unless `PROPTEST_CASES` says otherwise; failures are not saved to files in the tree.
-fn config(cases: u32) -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(cases);
-    ProptestConfig {
-        cases,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
-}
-
-/// A fresh path in a per-process temporary directory.
-fn temp_path() -> PathBuf {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let dir = std::env::temp_dir().join(format!("neurogc-fuzz-dataset-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(format!("{}.csv", N.fetch_add(1, Ordering::Relaxed)))
-}
 
 const SEED_HEADER: &str =
     "time,cpu,mem,disk_read,disk_write,net_sent,net_recv,rps,p95,p99,gc_triggered\n";
@@ -76,7 +53,7 @@ fn apply(bytes: &mut Vec<u8>, m: &Mutation) {
 
 /// Reads `bytes` both ways; checks they agree and that an error names the file.
 fn read_both(bytes: &[u8]) -> Result<Series, String> {
-    let path = temp_path();
+    let path = temp_path("fuzz-dataset", "csv");
     std::fs::write(&path, bytes).unwrap();
     let name = path.display().to_string();
     let in_memory = parse_csv(&path, bytes).map_err(|e| e.0);
@@ -196,7 +173,7 @@ proptest! {
 
     #[test]
     fn the_agents_rows_read_back_as_its_features(samples in prop::collection::vec(sample(), 0..5)) {
-        let path = temp_path();
+        let path = temp_path("fuzz-dataset", "csv");
         let mut sink = CsvSink::open(&path).unwrap();
         for s in &samples {
             sink.write(s).unwrap();
