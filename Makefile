@@ -92,12 +92,14 @@ $(DIST_CLI): $(RUST_SOURCES) $(WEB_SOURCES) $(NPM_STAMP) python/neurogc/_bootstr
 	  $(CARGO) build --release -q -p neurogc-cli --target $(ZIG_TARGET)
 	@touch $@
 
-# The binary is in python/neurogc/bin/ only while maturin runs (make setup's wheel must not see it).
+# The binary is in python/neurogc/bin/ only while maturin runs, interrupted or not (make setup's
+# development wheel must not pick it up).
 $(DIST_STAMP): $(DIST_CLI) $(RUST_SOURCES) $(PY_SOURCES) $(WHEEL_VENV)/.deps
 	@rm -f dist/neurogc-*.whl
-	@install -D -m 755 $(DIST_CLI) python/neurogc/bin/neurogc
-	PATH="$(CURDIR)/$(WHEEL_VENV)/bin:$$PATH" maturin build --release -q --zig \
-	  --compatibility manylinux2014 -o dist; status=$$?; rm -rf python/neurogc/bin; exit $$status
+	trap 'rm -rf python/neurogc/bin' EXIT; trap 'exit 130' INT TERM; \
+	install -D -m 755 $(DIST_CLI) python/neurogc/bin/neurogc && \
+	  PATH="$(CURDIR)/$(WHEEL_VENV)/bin:$$PATH" maturin build --release -q --zig \
+	  --compatibility manylinux2014 -o dist
 	@touch $@
 
 # dist/neurogc-<version>-cp39-abi3-manylinux2014_x86_64...whl: pip install it anywhere (README).
