@@ -27,7 +27,11 @@ WHEEL_VENV := .venv-wheel
 WHEEL_DEPS := maturin==1.16.* ziglang==0.17.*
 ZIG_TARGET := x86_64-unknown-linux-gnu
 ZIG_CC := target/zig/cc
-DIST_CLI := $(or $(CARGO_TARGET_DIR),target)/$(ZIG_TARGET)/release/neurogc
+# The CLI's zig build has a target folder of its own: maturin builds the extension with other
+# cargo settings (target-applies-to-host), and sharing one folder rebuilt every dependency of one
+# after a build of the other; it also keeps target/release free for the development build.
+ZIG_CLI_DIR := target/zig-cli
+DIST_CLI := $(ZIG_CLI_DIR)/$(ZIG_TARGET)/release/neurogc
 DIST_STAMP := dist/.built
 
 
@@ -86,10 +90,10 @@ $(ZIG_CC): $(WHEEL_VENV)/.deps
 	  'exec "$(CURDIR)/$(WHEEL_VENV)/bin/maturin" zig cc -- -g -fno-sanitize=all -target x86_64-linux-gnu.2.17 "$$@"' > $@
 	@chmod +x $@
 
-# An explicit --target keeps these objects in target/$(ZIG_TARGET)/, apart from target/release's.
+# An explicit --target links only the CLI with zig (build scripts keep the system's linker).
 $(DIST_CLI): $(RUST_SOURCES) $(WEB_SOURCES) $(NPM_STAMP) python/neurogc/_bootstrap/sitecustomize.py $(ZIG_CC)
-	CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER=$(CURDIR)/$(ZIG_CC) \
-	  $(CARGO) build --release -q -p neurogc-cli --target $(ZIG_TARGET)
+	CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER=$(CURDIR)/$(ZIG_CC) $(CARGO) build --release -q \
+	  -p neurogc-cli --target $(ZIG_TARGET) --target-dir $(ZIG_CLI_DIR)
 	@touch $@
 
 # The binary is in python/neurogc/bin/ only while maturin runs, interrupted or not (make setup's
