@@ -8,7 +8,7 @@ VPY := $(VENV)/bin/python
 CARGO ?= cargo
 # Extra interpreters the suite also runs on, where pyenv provides them (abi3: one wheel for all).
 EXTRA_PYTHONS ?= 3.9 3.12 3.13
-PY_DEPS := maturin==1.16.* pytest==8.* fastapi uvicorn flask gunicorn ruff==0.* prometheus_client
+PY_DEPS := maturin==1.16.* pytest==8.* fastapi uvicorn flask gunicorn ruff==0.* prometheus_client numpy
 # Debian packages the project needs (checked with dpkg, installed with apt-get when missing):
 # Chromium for the dashboard's browser tests.
 DEB_PACKAGES ?= chromium
@@ -145,7 +145,7 @@ test-python-versions: $(WHEEL_STAMP)
 	  if [ -z "$$py" ]; then echo "Python $$v not found under pyenv: skipped"; continue; fi; \
 	  venv=.venv-py$${v/./}; \
 	  test -x $$venv/bin/python || $$py -m venv $$venv || exit 1; \
-	  test -f $$venv/.deps-orm || { $$venv/bin/python -m pip install -q pytest fastapi uvicorn flask gunicorn && touch $$venv/.deps-orm; } || exit 1; \
+	  test -f $$venv/.deps-2 || { $$venv/bin/python -m pip install -q pytest fastapi uvicorn flask gunicorn prometheus_client numpy && touch $$venv/.deps-2; } || exit 1; \
 	  $$venv/bin/python -m pip install -q --force-reinstall --no-deps target/wheels/neurogc-*.whl || exit 1; \
 	  echo "== Python $$v"; \
 	  PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $$venv/bin/python -m pytest -q -p no:cacheprovider -m "not slow" tests || exit 1; \
