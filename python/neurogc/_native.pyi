@@ -37,7 +37,8 @@ class NativeAgent:
         """Applies the policy and starts the sampler thread (once: ``RuntimeError`` after)."""
 
     def stop(self) -> None:
-        """Stops the sampler and restores the collector's settings. Idempotent."""
+        """Stops the sampler and puts back what the policy changed in the collector, where it
+        still reads as the policy left it. Idempotent."""
 
     def after_fork_child(self) -> None:
         """In a fork child: starts a fresh sampler (pid-suffixed CSVs)."""
