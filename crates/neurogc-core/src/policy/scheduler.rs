@@ -889,6 +889,14 @@ mod tests {
         (s, gc)
     }
 
+    /// Started with no warm-up: the first tick may freeze.
+    fn started_now() -> (Scheduler, RecordingGc) {
+        started(SchedulerConfig {
+            warmup: Duration::ZERO,
+            ..SchedulerConfig::default()
+        })
+    }
+
     #[test]
     fn holds_back_full_collections_and_freezes_after_warm_up() {
         let (mut s, mut gc) = started(SchedulerConfig::default());
@@ -1026,11 +1034,7 @@ mod tests {
 
     #[test]
     fn a_stale_freeze_is_refrozen_and_a_useless_one_backs_off() {
-        let cfg = SchedulerConfig {
-            warmup: Duration::ZERO,
-            ..SchedulerConfig::default()
-        };
-        let (mut s, mut gc) = started(cfg);
+        let (mut s, mut gc) = started_now();
         s.tick(&mut gc, &obs(0.1, 100, None)).unwrap();
         // Not 5 s after the freeze yet: RSS alone is no staleness.
         let a = s.tick(&mut gc, &obs(3.0, 150, None)).unwrap();
@@ -1048,11 +1052,7 @@ mod tests {
 
     #[test]
     fn collections_that_free_little_stretch_the_cadence() {
-        let cfg = SchedulerConfig {
-            warmup: Duration::ZERO,
-            ..SchedulerConfig::default()
-        };
-        let (mut s, mut gc) = started(cfg);
+        let (mut s, mut gc) = started_now();
         let arrivals = steady_arrivals();
         let with = |total| Traffic {
             total,
@@ -1086,11 +1086,7 @@ mod tests {
 
     #[test]
     fn a_quiet_window_is_used_only_after_work() {
-        let cfg = SchedulerConfig {
-            warmup: Duration::ZERO,
-            ..SchedulerConfig::default()
-        };
-        let (mut s, mut gc) = started(cfg);
+        let (mut s, mut gc) = started_now();
         let idle = |total| Traffic {
             in_flight: 0,
             now_ns: 60_000_000_000,
@@ -1117,11 +1113,7 @@ mod tests {
 
     #[test]
     fn nothing_is_collected_before_something_was_promoted() {
-        let cfg = SchedulerConfig {
-            warmup: Duration::ZERO,
-            ..SchedulerConfig::default()
-        };
-        let (mut s, mut gc) = started(cfg);
+        let (mut s, mut gc) = started_now();
         let arrivals = steady_arrivals();
         let with = |total| Traffic {
             total,
