@@ -428,6 +428,13 @@ def test_kill_9_leaves_no_process_behind(tmp_path):
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
     wait_for(lambda: not no_process_mentions(str(token)), 10, "the service to die with collect")
+    # Its run.json still says "running": the next report sees that its process is gone.
+    run = only_run(tmp_path / "runs")
+    assert json.loads((run / "run.json").read_text())["status"] == "running"
+    out = neurogc("report", str(run), timeout=60)
+    assert out.returncode == 0, out.stderr
+    report = (run / "README.md").read_text()
+    assert "interrupted" in report and "is gone" in report, report[:2000]
 
 
 def test_cmd_service_gets_the_agent_and_its_samples_are_recorded(tmp_path):
