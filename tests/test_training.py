@@ -167,10 +167,15 @@ def test_learned_collects_only_at_boundaries_and_says_why(tmp_path):
 def test_learned_runs_full_collections_when_graphs_die_old(tmp_path):
     # many_nets keeps each network's last graph one step: every boundary promotes, the next
     # step turns it into old garbage that only a full collection frees. A budget of half a step
-    # lets the full collections come within this short run.
-    result = many_nets.train(
-        24, policy="learned,budget=0.5", directory=tmp_path, nets=8, buffer=5000, hidden=6
-    )
+    # lets the full collections come within this short run. In a fresh interpreter: the rule
+    # weighs the live old generation, and this test process's holds whatever earlier tests left.
+    out = subprocess.run(
+        [sys.executable, "-m", "neurogc.loops", "many_nets", "--steps", "24",
+         "--policy", "learned,budget=0.5", "--dir", str(tmp_path), "--set", "nets=8",
+         "--set", "buffer=5000", "--set", "hidden=6", "--json"],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    result = json.loads(out.stdout)
     rows = rows_of(tmp_path)
     assert all(in_step(r) == 0 for r in rows)
     full = [r for r in rows if r["boundary_gen"] == "2"]
