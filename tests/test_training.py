@@ -21,9 +21,16 @@ import pytest
 import neurogc
 from neurogc.loops import LOOPS, many_nets, micrograd
 from neurogc.training import COLUMNS, StepPolicyError, parse_policy
+from neurogc.training._hook import _PARKED_BY_CPYTHON
 
 REPO = Path(__file__).resolve().parent.parent
 SMALL = {"batch": 4, "hidden": 8}  # micrograd: ~1,500 nodes of cycles per step
+
+
+def frozen_count() -> int:
+    """Objects frozen, not counting the immortal ones CPython 3.12 parks there by itself."""
+    n = gc.get_freeze_count()
+    return 0 if n <= _PARKED_BY_CPYTHON else n
 
 
 @pytest.fixture(autouse=True)
@@ -35,7 +42,7 @@ def _collector_as_found(monkeypatch):
     callbacks = list(gc.callbacks)
     yield
     assert gc.callbacks == callbacks, "the hook left its gc callback behind"
-    assert gc.get_freeze_count() == 0, "the hook left objects frozen"
+    assert frozen_count() == 0, "the hook left objects frozen"
     gc.set_threshold(*threshold)
     if enabled:
         gc.enable()
@@ -132,7 +139,7 @@ def test_guard_collects_inside_a_step_above_one_and_a_half_budgets(tmp_path):
 
 
 def test_freeze_freezes_after_the_warmup_steps_and_unfreezes_at_exit(tmp_path):
-    assert gc.get_freeze_count() == 0
+    assert frozen_count() == 0
     frozen = []
     with neurogc.training(policy="freeze:3", directory=tmp_path) as s:
         for _ in range(5):
@@ -141,10 +148,10 @@ def test_freeze_freezes_after_the_warmup_steps_and_unfreezes_at_exit(tmp_path):
                 j.append(j)
             del junk
             s.step()
-            frozen.append(gc.get_freeze_count())
+            frozen.append(frozen_count())
         assert gc.isenabled()  # freeze leaves automatic collection on
     assert frozen[:2] == [0, 0] and all(n > 0 for n in frozen[2:])
-    assert gc.get_freeze_count() == 0
+    assert frozen_count() == 0
     rows = rows_of(tmp_path)
     assert [r["action"] for r in rows] == ["none", "none", "freeze", "none", "none"]
     assert rows[2]["boundary_gen"] == "2" and "freeze after 3 warm-up steps" in rows[2]["reason"]
@@ -287,9 +294,9 @@ def test_collector_restored_on_exit_even_on_exception(tmp_path):
     with pytest.raises(RuntimeError):
         with neurogc.training(policy="freeze:1") as s:
             s.step()
-            assert gc.get_freeze_count() > 0
+            assert frozen_count() > 0
             raise RuntimeError
-    assert gc.get_freeze_count() == 0 and gc.isenabled()
+    assert frozen_count() == 0 and gc.isenabled()
 
     gc.disable()  # a script that had turned it off gets it back off
     with neurogc.training(policy="learned") as s:
