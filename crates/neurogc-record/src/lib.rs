@@ -19,10 +19,12 @@
 //! and updates a run directory (JSON replaced atomically, so a crash or Ctrl-C keeps what was
 //! measured), [`read`] opens one as it is: complete, interrupted or partial, never following a
 //! trial path out of the run directory. Adding a field is one change here, which the writer and
-//! every reader see at compile time.
+//! every reader see at compile time. [`steps`] reads a training run's `steps.csv` and
+//! `steps.json` (written by the Python step hook, read by `neurogc sweep`).
 
 pub mod read;
 pub mod record;
+pub mod steps;
 pub mod write;
 
 pub use read::{trial_dir, RunRecord, TrialEntry};
@@ -40,4 +42,7 @@ pub mod files {
     pub const LOAD: &str = "load.jsonl";
     pub const LATENCY: &str = "latency.hlog";
     pub const SERVER_LOG: &str = "server.log";
+    /// A training run's step record (`neurogc.training`, read by `neurogc sweep`).
+    pub const STEPS_CSV: &str = "steps.csv";
+    pub const STEPS_JSON: &str = "steps.json";
 }
