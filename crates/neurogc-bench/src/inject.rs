@@ -56,14 +56,8 @@ impl Injection {
     /// Sets `command`'s environment so the Python it runs starts the agent: the bootstrap folder
     /// first on PYTHONPATH (written now), NEUROGC_* for the policy, interval and files.
     pub fn apply(&self, command: &mut Command) -> Result<()> {
-        let bootstrap = write_bootstrap()?;
-        let mut pythonpath = OsString::from(&bootstrap);
-        if let Some(existing) = std::env::var_os("PYTHONPATH").filter(|p| !p.is_empty()) {
-            pythonpath.push(":");
-            pythonpath.push(existing);
-        }
+        bootstrap_pythonpath(command)?;
         command
-            .env("PYTHONPATH", pythonpath)
             .env("NEUROGC_POLICY", &self.policy)
             .env("NEUROGC_INTERVAL", self.interval_s.to_string());
         for (name, path) in [
@@ -77,6 +71,21 @@ impl Injection {
         }
         Ok(())
     }
+}
+
+/// Puts the bootstrap folder (written now) first on `command`'s PYTHONPATH, before the
+/// caller's own entries: the bootstrap then runs in the command's Python and does what the
+/// NEUROGC_* variables say (`apply` sets the agent's; `neurogc sweep --step-function` sets
+/// NEUROGC_STEP_FUNCTION only).
+pub fn bootstrap_pythonpath(command: &mut Command) -> Result<()> {
+    let bootstrap = write_bootstrap()?;
+    let mut pythonpath = OsString::from(&bootstrap);
+    if let Some(existing) = std::env::var_os("PYTHONPATH").filter(|p| !p.is_empty()) {
+        pythonpath.push(":");
+        pythonpath.push(existing);
+    }
+    command.env("PYTHONPATH", pythonpath);
+    Ok(())
 }
 
 /// A CSV path made absolute (the program may change directory) with its folder created; `flag`

@@ -1,4 +1,6 @@
 """Loaded by ``neurogc run`` through PYTHONPATH: starts the agent before the user's program runs.
+For ``neurogc sweep --step-function MODULE:QUALNAME`` it makes each call of that function a
+training step instead (``neurogc.training._step_function``).
 
 If another ``sitecustomize`` exists further down ``sys.path``, it is loaded too, so the program's
 own site customisation keeps working.
@@ -36,5 +38,21 @@ def _start() -> None:
     _start_from_environment()
 
 
+def _step_function() -> None:
+    if not os.environ.get("NEUROGC_STEP_FUNCTION"):
+        return
+    try:
+        from neurogc.training._step_function import install_from_environment
+    except ImportError as exc:
+        print(
+            f"neurogc: cannot import neurogc.training in {sys.executable} ({exc}); "
+            "--step-function ignored, no steps recorded",
+            file=sys.stderr,
+        )
+        return
+    install_from_environment()
+
+
 _chain_next_sitecustomize()
 _start()
+_step_function()
