@@ -19,6 +19,7 @@ pub mod charts;
 pub mod collections;
 pub mod compare;
 pub mod format;
+pub mod lines;
 pub mod markdown;
 pub mod metric;
 pub mod noise;
