@@ -30,14 +30,15 @@ pub struct DashboardArgs {
     )]
     pub speed: f64,
 
-    /// Seconds of samples kept per server (counted back from its newest sample).
+    /// Sample time kept per server, counted back from its newest sample (`600`, `90s`, `10m`).
     #[arg(
         long,
-        default_value_t = 600.0,
-        value_name = "SECS",
+        default_value = "10m",
+        value_name = "DURATION",
+        value_parser = neurogc_units::parse_duration,
         allow_negative_numbers = true
     )]
-    pub window: f64,
+    pub window: std::time::Duration,
 
     /// Samples kept per server at most.
     #[arg(long, default_value_t = 20_000, value_name = "N")]
@@ -63,11 +64,8 @@ impl DashboardArgs {
         if !(self.speed.is_finite() && self.speed > 0.0) {
             anyhow::bail!("--speed must be a positive number, got {}", self.speed);
         }
-        if !(self.window.is_finite() && self.window > 0.0) {
-            anyhow::bail!(
-                "--window must be a positive number of seconds, got {}",
-                self.window
-            );
+        if self.window.is_zero() {
+            anyhow::bail!("--window must be longer than 0 s");
         }
         if self.max_samples == 0 {
             anyhow::bail!("--max-samples must be at least 1");
@@ -85,7 +83,7 @@ impl DashboardArgs {
             bind: self.bind,
             port: self.port,
             store: StoreConfig {
-                window_s: self.window,
+                window_s: self.window.as_secs_f64(),
                 max_per_server: self.max_samples,
                 max_servers: self.max_servers,
                 max_bytes: self.max_bytes as usize,
@@ -118,6 +116,14 @@ mod tests {
         assert_eq!(c.bind.to_string(), "127.0.0.1");
         assert_eq!(c.port, 8003);
         assert_eq!(c.max_body, 4 << 20);
+        assert_eq!(c.store.window_s, 600.0);
+    }
+
+    #[test]
+    fn the_window_takes_the_duration_grammar() {
+        assert_eq!(parse(&["--window", "90s"]).unwrap().store.window_s, 90.0);
+        assert_eq!(parse(&["--window", "1m30s"]).unwrap().store.window_s, 90.0);
+        assert_eq!(parse(&["--window", "45"]).unwrap().store.window_s, 45.0);
     }
 
     #[test]
@@ -126,6 +132,8 @@ mod tests {
             (&["--speed", "0"][..], "--speed"),
             (&["--speed", "-2"], "--speed"),
             (&["--window", "0"], "--window"),
+            (&["--window", "-5"], "--window"),
+            (&["--window", "10 parsecs"], "--window"),
             (&["--max-samples", "0"], "--max-samples"),
         ] {
             let err = parse(argv).unwrap_err().to_string();

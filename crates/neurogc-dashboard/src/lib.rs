@@ -42,8 +42,9 @@ pub fn run(args: DashboardArgs) -> anyhow::Result<i32> {
         if !addr.ip().is_loopback() {
             eprintln!("neurogc: warning: listening on {addr}, reachable from other machines");
         }
-        if let Some(rec) = recording {
-            start_replay(dashboard.store(), rec, args.speed);
+        if let (Some(rec), Some(path)) = (recording, &args.replay) {
+            let source = path.display().to_string();
+            start_replay(dashboard.store(), rec, source, args.speed);
         }
         dashboard
             .serve(async {
@@ -55,7 +56,7 @@ pub fn run(args: DashboardArgs) -> anyhow::Result<i32> {
 }
 
 /// Reports what was loaded (and skipped), then plays it in the background.
-fn start_replay(store: Arc<store::Store>, rec: replay::Recording, speed: f64) {
+fn start_replay(store: Arc<store::Store>, rec: replay::Recording, source: String, speed: f64) {
     const SHOWN: usize = 20;
     for w in rec.warnings.iter().take(SHOWN) {
         eprintln!("neurogc: replay: {w}");
@@ -75,9 +76,16 @@ fn start_replay(store: Arc<store::Store>, rec: replay::Recording, speed: f64) {
         rec.files.len(),
         span / speed,
     );
+    let status = move |done| store::ReplayStatus {
+        source: source.clone(),
+        speed,
+        done,
+    };
+    store.set_replay(status(false));
     tokio::spawn(async move {
         let n = rec.samples.len();
         replay::play(&store, rec.samples, speed).await;
+        store.set_replay(status(true));
         println!("replay: done ({n} samples); still serving, Ctrl-C to stop");
     });
 }

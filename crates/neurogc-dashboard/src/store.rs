@@ -127,7 +127,19 @@ pub struct Status {
     /// Bytes of samples kept, and samples dropped (oldest first) to stay within `max_bytes`.
     pub bytes: usize,
     pub dropped_for_bytes: u64,
+    /// What `--replay` is playing, or `null` when samples come only from ingest.
+    pub replay: Option<ReplayStatus>,
     pub servers: Vec<ServerStatus>,
+}
+
+/// A recording being played into the store (the page shows it instead of "live").
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct ReplayStatus {
+    /// The recording's name as given (a run directory or a CSV).
+    pub source: String,
+    pub speed: f64,
+    /// All of the recording has been played.
+    pub done: bool,
 }
 
 /// The shared state behind every route.
@@ -139,6 +151,7 @@ pub struct Store {
     pub(crate) rejected: AtomicU64,
     pub(crate) ws_clients: AtomicU64,
     pub(crate) ws_lagged: AtomicU64,
+    replay: Mutex<Option<ReplayStatus>>,
 }
 
 impl Store {
@@ -152,7 +165,17 @@ impl Store {
             rejected: AtomicU64::new(0),
             ws_clients: AtomicU64::new(0),
             ws_lagged: AtomicU64::new(0),
+            replay: Mutex::new(None),
         }
+    }
+
+    /// Marks the store as fed by a replay (or its end); clients are told on (re)connect.
+    pub fn set_replay(&self, status: ReplayStatus) {
+        *self.replay.lock().unwrap_or_else(|e| e.into_inner()) = Some(status);
+    }
+
+    pub fn replay(&self) -> Option<ReplayStatus> {
+        self.replay.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     pub fn config(&self) -> &StoreConfig {
@@ -307,6 +330,7 @@ impl Store {
             max_bytes: self.config.max_bytes,
             bytes: inner.bytes,
             dropped_for_bytes: inner.dropped_for_bytes,
+            replay: self.replay(),
             servers,
         }
     }

@@ -1,7 +1,8 @@
 //! `GET /ws`: history first, then every new batch, as JSON text messages.
 //!
 //! Protocol (server to client; the client sends nothing but control frames):
-//! - `{"type":"hello","instance":…,"resumed":bool,"last_seq":…,"window_s":…,"max_per_server":…}`
+//! - `{"type":"hello","instance":…,"resumed":bool,"last_seq":…,"window_s":…,"max_per_server":…,
+//!   "replay":null|{"source":…,"speed":…,"done":bool}}`
 //! - `{"type":"history","done":bool,"samples":[…]}`, in chunks, the last with `done: true`
 //! - `{"type":"samples","samples":[…]}` for each ingest, in `seq` order
 //! - `{"type":"lagged","missed":N}` when samples fell out of the window before a slow client
@@ -73,6 +74,7 @@ async fn serve_client(mut socket: WebSocket, app: AppState, q: WsQuery) -> Resul
         "last_seq": last_sent,
         "window_s": store.config().window_s,
         "max_per_server": store.config().max_per_server,
+        "replay": store.replay(),
     });
     socket.send(Message::Text(hello.to_string().into())).await?;
     send_chunks(&mut socket, "history", &history).await?;

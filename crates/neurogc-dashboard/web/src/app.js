@@ -3,9 +3,11 @@
 // dashboard itself.
 //
 // Data model: one row per sample, sorted by sample time. `xs` holds the times; every server has
-// one column per metric, holding its own value on its rows and null on the others' rows, so one
-// array set feeds every chart (uPlot wants aligned columns) and `spanGaps` joins each server's
-// line across the other servers' rows.
+// one column per metric, holding its own value on its rows and `undefined` on the others' rows,
+// so one array set feeds every chart (uPlot wants aligned columns). uPlot joins a line across
+// `undefined` (another server's row) and breaks it at `null` (this server measured nothing:
+// latency and throughput of an interval without requests, e.g. its idle turn in an alternating
+// run), so a line shows only what its server did.
 //
 // For tests and tools the page exposes `window.neurogcDashboard` (documented in docs/dashboard.md).
 'use strict';
@@ -51,6 +53,8 @@
   const METRIC_KEYS = CHARTS.flatMap((c) => c.fields.map((f) => f.key));
   const SCALE = Object.fromEntries(CHARTS.flatMap((c) => c.fields.map((f) => [f.key, f.scale || 1])));
   const COLUMNS = METRIC_KEYS.concat(GENS.map((g) => g.key));
+  // Fields that have no value while a server serves no requests.
+  const IDLE_GAPS = ['rps', 'p99', 'p95'];
   const RENDER_EVERY_MS = 200;
   const CHART_HEIGHT = 210;
   const Y_AXIS_SIZE = 84;
@@ -84,7 +88,7 @@
   function addServer(name) {
     const srv = { name, index: table.order.length, color: colorFor(table.order.length),
       cols: {}, summary: newSummary() };
-    for (const c of COLUMNS) srv.cols[c] = new Array(table.xs.length).fill(null);
+    for (const c of COLUMNS) srv.cols[c] = new Array(table.xs.length).fill(undefined);
     table.servers.set(name, srv);
     table.order.push(srv);
     structureChanged = true;
@@ -119,6 +123,9 @@
       vals[g.key] = n > 0 ? (num(s[`gc${g.gen}_pause_ms_max`]) ?? 0) : null;
     }
     vals.gcany = !perGen && s.gc_triggered === true ? 0 : null;
+    // An interval without requests has no throughput to draw, only a gap (a line down to 0 and
+    // back would draw an alternating run's schedule, not its servers).
+    if (num(s.requests) === 0) for (const k of IDLE_GAPS) vals[k] = null;
     return vals;
   }
 
@@ -208,7 +215,7 @@
     put(table.rowServer, srv.index);
     for (const other of table.order) {
       const mine = other === srv;
-      for (const c of COLUMNS) put(other.cols[c], mine ? vals[c] : null);
+      for (const c of COLUMNS) put(other.cols[c], mine ? vals[c] : undefined);
     }
     summarise(srv.summary, s, vals);
     addAction(s);
@@ -286,12 +293,18 @@
   let attempt = 0;
   let retryAt = 0;
   let connState = 'connecting';
+  let replay = null; // what the dashboard is replaying ({source, speed, done}), from its hello
 
   function setConn(state) {
     connState = state;
     const el = $('conn');
     el.dataset.state = state;
-    if (state === 'live') el.textContent = 'live';
+    el.dataset.source = replay ? 'replay' : 'live';
+    if (state === 'live' && replay) {
+      const name = replay.source.replace(/\/+$/, '').split('/').pop();
+      el.textContent = `${replay.done ? 'replayed' : `replay ×${replay.speed}`}: ${name}`;
+      el.title = `samples played back from ${replay.source}, not live`;
+    } else if (state === 'live') el.textContent = 'live';
     else if (state === 'connecting') el.textContent = 'connecting…';
     else {
       const secs = Math.max(0, Math.ceil((retryAt - Date.now()) / 1000));
@@ -341,6 +354,8 @@
         windowS = msg.window_s;
         maxPerServer = msg.max_per_server;
         stats.lastSeq = msg.last_seq;
+        replay = msg.replay || null;
+        setConn(connState);
         break;
       case 'history':
         for (const s of msg.samples) addSample(s);
@@ -385,11 +400,38 @@
     return a >= 100 ? v.toFixed(0) : a >= 10 ? v.toFixed(1) : v.toFixed(2);
   }
 
+  const BYTE_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  const BYTE_INCRS = BYTE_UNITS.flatMap((_, k) => [1, 2, 5, 10, 20, 50, 100, 200, 500]
+    .map((m) => m * 1024 ** k));
+  // The binary unit a byte value reads best in: [index, divisor].
+  function byteUnit(v) {
+    let i = 0, div = 1;
+    while (Math.abs(v) / div >= 1024 && i < BYTE_UNITS.length - 1) { div *= 1024; i++; }
+    return [i, div];
+  }
+
   function fmtBytes(v) {
-    const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-    let i = 0;
-    while (Math.abs(v) >= 1024 && i < units.length - 1) { v /= 1024; i++; }
-    return `${Math.abs(v) >= 100 || i === 0 ? v.toFixed(0) : v.toFixed(1)} ${units[i]}`;
+    const [i, div] = byteUnit(v);
+    v /= div;
+    return `${Math.abs(v) >= 100 || i === 0 ? v.toFixed(0) : v.toFixed(1)} ${BYTE_UNITS[i]}`;
+  }
+
+  // Axis labels with as many decimals as the tick spacing needs, so neighbouring ticks never
+  // read the same (0.201, 0.202 rather than 0.20, 0.20); byte axes share one unit.
+  function tickLabels(splits, incr, unit) {
+    // The fewest decimals that write the step exactly (2.5 needs one, 0.002 three).
+    const decimals = (step) => {
+      let d = 0;
+      while (d < 6 && Math.abs(step * 10 ** d - Math.round(step * 10 ** d)) > 1e-6 * step * 10 ** d) d++;
+      return d;
+    };
+    if (unit === 'B/s') {
+      const [i, div] = byteUnit(Math.max(...splits.map(Math.abs)));
+      const d = i === 0 ? 0 : decimals(incr / div);
+      return splits.map((v) => `${(v / div).toFixed(d)} ${BYTE_UNITS[i]}/s`);
+    }
+    const d = decimals(incr);
+    return splits.map((v) => v.toFixed(d));
   }
 
   // Clock time on one line, as precise as the tick spacing needs.
@@ -408,8 +450,9 @@
     const x = { stroke, grid, ticks: grid, space: 70,
       values: (u, splits, ax, space, incr) => splits.map((v) => fmtClock(v, incr)) };
     const y = { stroke, grid, ticks: grid, size: Y_AXIS_SIZE,
-      values: yValues || ((u, splits) => splits.map((v) => fmt(v, unit))) };
+      values: yValues || ((u, splits, ax, space, incr) => tickLabels(splits, incr, unit)) };
     if (ySplits) y.splits = ySplits;
+    if (unit === 'B/s') y.incrs = BYTE_INCRS; // ticks at 1, 2, 5… KiB rather than at 1000 B
     return [x, y];
   }
 
@@ -434,13 +477,38 @@
     return el;
   }
 
+  const pixelRatio = () => devicePixelRatio || 1;
+
+  // uPlot clips a gap from the row before a null to the row after it; with other servers' rows
+  // in between, that leaves stubs of the line on both sides. A gap here runs from this series'
+  // last value before the nulls to its first value after them. (uPlot leaves leading and
+  // trailing nulls out of idx0..idx1: a line simply starts or ends there.)
+  function ownGaps(u, sidx, idx0, idx1, nullGaps) {
+    if (!nullGaps.length) return nullGaps;
+    const xs = u.data[0], ys = u.data[sidx];
+    const px = (i) => u.valToPos(xs[i], 'x', true);
+    const gaps = [];
+    let last = -1, open = false;
+    for (let i = idx0; i <= idx1; i++) {
+      const v = ys[i];
+      if (v === null) open = true;
+      else if (v !== undefined) {
+        if (open && last >= 0) gaps.push([px(last), px(i)]);
+        open = false;
+        last = i;
+      }
+    }
+    return gaps;
+  }
+
   function lineChart(spec, width) {
     const series = [{}];
     const data = [table.xs];
     for (const srv of table.order) {
       for (const f of spec.fields) {
         series.push({ label: f.label ? `${srv.name} ${f.label}` : srv.name, stroke: srv.color,
-          width: 1.5, dash: f.dash, spanGaps: true, value: (u, v) => fmt(v, spec.unit) });
+          width: 1.5, dash: f.dash, spanGaps: false, gaps: ownGaps,
+          value: (u, v) => fmt(v, spec.unit) });
         data.push(srv.cols[f.key]);
       }
     }
@@ -506,7 +574,7 @@
         const px = Math.round(u.valToPos(xs[i], 'x', true));
         GENS.forEach((g, gi) => {
           const ms = srv.cols[g.key][i];
-          if (ms === null) return;
+          if (ms == null) return;
           const k = srv.index * GENS.length + gi;
           const r = radius(ms) * dpr;
           const m = last.get(k);
@@ -844,7 +912,7 @@
       if (!srv || !srv.cols[metric]) return [];
       const col = srv.cols[metric];
       const out = [];
-      for (let i = 0; i < col.length; i++) if (col[i] !== null) out.push([table.xs[i], col[i]]);
+      for (let i = 0; i < col.length; i++) if (col[i] != null) out.push([table.xs[i], col[i]]);
       return out;
     },
     /** How many samples of `server` (or of all servers) the table holds. */
@@ -858,7 +926,20 @@
       const c = charts.find((ch) => ch.spec.id === chartId);
       if (!c) return [];
       return c.u.series.slice(1).map((s, i) => ({ label: s.label,
-        points: c.u.data[i + 1].reduce((n, v) => n + (v === null ? 0 : 1), 0) }));
+        points: c.u.data[i + 1].reduce((n, v) => n + (v == null ? 0 : 1), 0) }));
+    },
+    /** The y axis' tick labels of one chart, as drawn. */
+    yTicks(chartId) {
+      const c = charts.find((ch) => ch.spec.id === chartId);
+      return c ? (c.u.axes[1]._values || []).slice() : [];
+    },
+    /** Gaps drawn per uPlot series of one chart: [{label, gaps: [[t0, t1], …]}] (sample times). */
+    seriesGaps(chartId) {
+      const c = charts.find((ch) => ch.spec.id === chartId);
+      if (!c) return [];
+      const time = (px) => c.u.posToVal((px - c.u.bbox.left) / pixelRatio(), 'x'); // canvas px
+      return c.u.series.slice(1).map((s) => ({ label: s.label,
+        gaps: (s._paths?.gaps || []).map(([a, b]) => [time(a), time(b)]) }));
     },
     /** Policy actions held (samples with a `policy_action`), in time order, for one server or
      *  all: [{time, server, kind, trigger, action, reason, count}]. */
@@ -874,6 +955,8 @@
     },
     /** Connection state: 'live', 'connecting' or 'reconnecting'. */
     connection: () => connState,
+    /** The replay feeding the dashboard (`{source, speed, done}`), or null when it is live. */
+    replay: () => replay,
     /** Counters and delay summaries (ms): delivery, sentToPage, onScreen. */
     stats: () => ({
       received: stats.received, history: stats.history, live: stats.live,

@@ -139,9 +139,68 @@ test('--replay plays the seed benchmark CSV into the page', { timeout: 30000 }, 
   assert.deepEqual((await api(page, 'servers')).sort(), ['with_gc', 'without_gc']);
   assert.equal((await api(page, 'points', 'p99', 'with_gc')).length, 35);
   assert.match(dash.output(), /replay: 70 samples of 2 \(.*\) from 1 file/);
+  // The badge says it is a replay, not live.
+  const replay = await api(page, 'replay');
+  assert.equal(replay.source, SEED_CSV);
+  assert.equal(replay.speed, 50);
+  assert.match(await page.textContent('#conn'), /^replay(ed| ×50): benchmark_lstm_09-02-2026-09-50\.csv$/);
+  assert.doesNotMatch(await page.textContent('#conn'), /live/);
   assert.ok(!(await api(page, 'shownCharts')).includes('rss'), 'the seed measured no RSS: no empty chart');
   await page.evaluate(() => window.neurogcDashboard.renderNow());
   await page.screenshot({ path: path.join(ARTIFACTS, 'dashboard-replay.png'), fullPage: true });
+});
+
+test('idle turns are gaps, not lines; tick labels never repeat', { timeout: 30000 }, async (t) => {
+  const dash = await startDashboard();
+  const browser = await launchBrowser();
+  t.after(async () => { await browser.close(); await dash.stop(); });
+  const page = await browser.context.newPage();
+  await page.goto(dash.url + '/');
+  await page.waitForFunction(() => window.neurogcDashboard?.connection() === 'live', null, { timeout: 10000 });
+  assert.equal(await page.textContent('#conn'), 'live');
+
+  // An alternating run: two servers sampled together, each idle (no requests) while the other
+  // has the load, in 4 s turns; memory moves by thousandths of a percent.
+  const t0 = Math.floor(Date.now() / 1000) - 60;
+  const samples = [];
+  for (let i = 0; i < 24; i++) {
+    const turn = Math.floor(i / 4) % 2;
+    for (const [k, server] of ['a', 'b'].entries()) {
+      const s = { ...agentSample(server, t0 + i + k * 0.3, i), mem: 0.2 + 0.001 * (i % 7) };
+      if (turn !== k) Object.assign(s, { requests: 0, rps: 0, p99: null, p95: null, p50: null });
+      samples.push(s);
+    }
+  }
+  assert.equal((await post(dash.url, '/api/metrics', samples)).status, 200);
+  await page.waitForFunction(() => window.neurogcDashboard.count() === 48, null, { timeout: 10000 });
+  await page.evaluate(() => window.neurogcDashboard.renderNow());
+
+  // Each server's throughput line is drawn only over its own turns: a gap per idle turn, from
+  // its last busy sample to its next, and nothing joined across the other server's rows.
+  const busy = (k) => samples.filter((s, j) => j % 2 === k && s.requests > 0).map((s) => [s.time, s.rps]);
+  assert.deepEqual(await api(page, 'points', 'rps', 'a'), busy(0));
+  assert.deepEqual(await api(page, 'points', 'rps', 'b'), busy(1));
+  const gaps = Object.fromEntries((await api(page, 'seriesGaps', 'rps')).map((s) => [s.label, s.gaps]));
+  // a idles in turns 2, 4 and 6, b in turns 1, 3 and 5: a line starts at its first value and
+  // ends at its last, so only the idle turns in between are gaps.
+  assert.equal(gaps.a.length, 2, JSON.stringify(gaps.a));
+  assert.equal(gaps.b.length, 2, JSON.stringify(gaps.b));
+  const near = (x, y) => Math.abs(x - y) < 0.2;
+  assert.ok(near(gaps.a[0][0], t0 + 3) && near(gaps.a[0][1], t0 + 8), JSON.stringify(gaps.a[0]));
+  assert.ok(near(gaps.b[0][0], t0 + 7.3) && near(gaps.b[0][1], t0 + 12.3), JSON.stringify(gaps.b[0]));
+  // The CPU is measured in idle turns too: one unbroken line per server.
+  assert.ok((await api(page, 'seriesGaps', 'cpu')).every((s) => s.gaps.length === 0));
+
+  const ticks = await api(page, 'yTicks', 'mem');
+  assert.ok(ticks.length >= 2, JSON.stringify(ticks));
+  assert.equal(new Set(ticks).size, ticks.length, `repeated tick labels: ${JSON.stringify(ticks)}`);
+  assert.ok(ticks.every((v) => /^0\.2\d+$/.test(v)), JSON.stringify(ticks));
+  // Byte axes tick at whole binary units, and every label says what its tick is.
+  const disk = await api(page, 'yTicks', 'disk');
+  assert.ok(disk.length >= 2 && disk.every((v) => /^\d+(\.\d+)? (B|KiB)\/s$/.test(v)), JSON.stringify(disk));
+  assert.equal(new Set(disk).size, disk.length, JSON.stringify(disk));
+  assert.ok(disk.some((v) => /^[1-9]\d* KiB\/s$/.test(v)), `ticks at whole KiB: ${JSON.stringify(disk)}`);
+  await page.screenshot({ path: path.join(ARTIFACTS, 'dashboard-alternating.png'), fullPage: true });
 });
 
 test('policy actions: a marker per action in its lane, a tooltip, the list', { timeout: 60000 }, async (t) => {
