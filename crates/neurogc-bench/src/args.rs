@@ -225,16 +225,9 @@ impl LoadOpts {
         let (wait_min_s, wait_max_s) = match &self.wait {
             None => (0.1, 0.5),
             Some(w) => {
-                let secs = |d: &str| parse_duration(d).ok().map(|d| d.as_secs_f64());
-                let parsed = w
-                    .split_once(',')
-                    .and_then(|(a, b)| Some((secs(a)?, secs(b)?)));
-                match parsed {
-                    Some((a, b)) if b >= a => (a, b),
-                    _ => bail!(
-                        "--wait {w:?}: expected MIN,MAX durations with MIN <= MAX (0.1,0.5 or 100ms,500ms)"
-                    ),
-                }
+                let (lo, hi) = neurogc_units::parse_duration_range(w)
+                    .map_err(|e| anyhow::anyhow!("--wait {e}"))?;
+                (lo.as_secs_f64(), hi.as_secs_f64())
             }
         };
         Ok(LoadPlan::Fixed(Shape::Closed {

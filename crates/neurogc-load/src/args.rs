@@ -32,17 +32,18 @@ pub struct LoadArgs {
     #[arg(short = 't', long, value_name = "DURATION", value_parser = parse_duration)]
     pub run_time: Option<Duration>,
 
-    /// Closed loop: wait between a user's tasks, uniform in [MIN, MAX] seconds (default 0.1,0.5).
+    /// Closed loop: wait between a user's tasks, uniform in [MIN, MAX], two durations (default
+    /// 0.1,0.5: seconds; or 100ms,500ms).
     #[arg(long, value_name = "MIN,MAX", conflicts_with_all = ["wait_min", "wait_max", "rate"])]
     pub wait: Option<String>,
 
-    /// Closed loop: lower bound of the wait, seconds.
-    #[arg(long, value_name = "SECONDS", conflicts_with = "rate")]
-    pub wait_min: Option<f64>,
+    /// Closed loop: lower bound of the wait (`0.1`, `100ms`).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "rate")]
+    pub wait_min: Option<Duration>,
 
-    /// Closed loop: upper bound of the wait, seconds.
-    #[arg(long, value_name = "SECONDS", conflicts_with = "rate")]
-    pub wait_max: Option<f64>,
+    /// Closed loop: upper bound of the wait (`0.5`, `500ms`).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "rate")]
+    pub wait_max: Option<Duration>,
 
     /// TOML task file (see docs/load.md). Default: the seed's locustfile tasks.
     #[arg(long, value_name = "FILE")]
@@ -156,8 +157,8 @@ impl LoadArgs {
             } => {
                 self.users = Some(users);
                 self.spawn_rate = Some(spawn_rate);
-                self.wait_min = Some(wait_min_s);
-                self.wait_max = Some(wait_max_s);
+                self.wait_min = Some(Duration::from_secs_f64(wait_min_s));
+                self.wait_max = Some(Duration::from_secs_f64(wait_max_s));
                 self.rate = None;
             }
             Shape::Open { rate } => {
@@ -194,10 +195,10 @@ impl LoadArgs {
             flag("--wait", Some(w.clone()));
         }
         if let Some(w) = self.wait_min {
-            flag("--wait-min", Some(w.to_string()));
+            flag("--wait-min", Some(ms(w)));
         }
         if let Some(w) = self.wait_max {
-            flag("--wait-max", Some(w.to_string()));
+            flag("--wait-max", Some(ms(w)));
         }
         if let Some(r) = self.rate {
             flag("--rate", Some(r.to_string()));
@@ -366,8 +367,12 @@ impl Config {
                 }
                 let wait = match &a.wait {
                     Some(s) => parse_wait(s).with_context(|| format!("--wait {s:?}"))?,
-                    None => Wait::new(a.wait_min.unwrap_or(0.1), a.wait_max.unwrap_or(0.5))
-                        .context("--wait-min/--wait-max")?,
+                    None => {
+                        let secs =
+                            |d: Option<Duration>, default| d.map_or(default, |d| d.as_secs_f64());
+                        Wait::new(secs(a.wait_min, 0.1), secs(a.wait_max, 0.5))
+                            .context("--wait-min/--wait-max")?
+                    }
                 };
                 Mode::Closed {
                     users,
@@ -395,15 +400,8 @@ impl Config {
 }
 
 fn parse_wait(s: &str) -> Result<Wait> {
-    let (lo, hi) = s
-        .split_once(',')
-        .context("expected MIN,MAX in seconds, e.g. 0.1,0.5")?;
-    let num = |x: &str| {
-        x.trim()
-            .parse::<f64>()
-            .with_context(|| format!("{x:?} is not a number"))
-    };
-    Wait::new(num(lo)?, num(hi)?)
+    let (lo, hi) = neurogc_units::parse_duration_range(s).map_err(anyhow::Error::msg)?;
+    Wait::new(lo.as_secs_f64(), hi.as_secs_f64())
 }
 
 #[cfg(test)]
@@ -488,6 +486,30 @@ mod tests {
         assert!(
             matches!(c.mode, Mode::Closed { wait, .. } if wait == Wait::new(0.0, 0.0).unwrap())
         );
+        // The one duration grammar: `--wait 100ms,1s` and `--wait-min 50ms --wait-max 0.2`.
+        let waits = |argv: &[&str]| match config(argv).unwrap().mode {
+            Mode::Closed { wait, .. } => (wait.min_s(), wait.max_s()),
+            other => panic!("{other:?}"),
+        };
+        let h = ["--host", "http://127.0.0.1:1"];
+        assert_eq!(waits(&[h[0], h[1], "--wait", "100ms,1s"]), (0.1, 1.0));
+        let split = [h[0], h[1], "--wait-min", "50ms", "--wait-max", "0.2"];
+        assert_eq!(waits(&split), (0.05, 0.2));
+        // and what bench hands to the binary parses back to the same bounds
+        let mut a = LoadArgs::for_hosts(&[h[1].to_string()]);
+        a.set_shape(&Shape::Closed {
+            users: 3,
+            spawn_rate: 1.0,
+            wait_min_s: 0.05,
+            wait_max_s: 0.25,
+        });
+        let argv: Vec<String> = a
+            .to_args()
+            .iter()
+            .map(|s| s.to_string_lossy().into())
+            .collect();
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        assert_eq!(waits(&argv), (0.05, 0.25));
     }
 
     #[test]
@@ -521,7 +543,7 @@ mod tests {
         assert!(error(&[h, u, "-u", "0"]).contains("--users 0"));
         assert!(error(&[h, u, "-r", "0"]).contains("--spawn-rate"));
         assert!(error(&[h, u, "--wait", "0.5,0.1"]).contains("--wait"));
-        assert!(error(&[h, u, "--wait", "x,1"]).contains("\"x\" is not a number"));
+        assert!(error(&[h, u, "--wait", "x,1"]).contains("\"x\" is not a duration"));
         assert!(error(&[h, u, "--run-time", "5y"]).contains("unknown unit"));
         assert!(error(&[h, "https://127.0.0.1"]).contains("https"));
         assert!(error(&[h, "http://"]).contains("http://"));

@@ -3,6 +3,7 @@
 //!
 //! - [`parse_duration`]: `30`, `1.5`, `250ms`, `30s`, `2m`, `1m30s`, `1m 30s`, `1h`: every
 //!   duration a flag, a policy spec or a task file takes (bare numbers are seconds).
+//! - [`parse_duration_range`]: `MIN,MAX` of two durations (`0.1,0.5`, `100ms,500ms`).
 //! - [`fmt_clock`]: a time left, `4:05` or `1:02:03`, for an ETA.
 //! - [`parse_size`]: `1048576`, `800K`, `512M`, `1.5GiB`.
 //! - [`unix_now`], [`unix`], [`utc_fields`], [`utc_stamp`], [`utc_text`], [`utc_iso`]: times
@@ -65,6 +66,19 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         return Err(format!("{text:?} is out of range (0 to 366 days)"));
     }
     Ok(Duration::from_secs_f64(total))
+}
+
+/// Parses `MIN,MAX`, two durations in the [`parse_duration`] grammar with MIN <= MAX (a think
+/// time's bounds: `0.1,0.5`, `100ms,500ms`).
+pub fn parse_duration_range(text: &str) -> Result<(Duration, Duration), String> {
+    let (lo, hi) = text
+        .split_once(',')
+        .ok_or_else(|| format!("{text:?}: expected MIN,MAX (e.g. 0.1,0.5 or 100ms,500ms)"))?;
+    let (lo, hi) = (parse_duration(lo)?, parse_duration(hi)?);
+    if lo > hi {
+        return Err(format!("{text:?}: MIN is above MAX"));
+    }
+    Ok((lo, hi))
 }
 
 /// Parses a size in bytes: `1073741824`, `800K`, `512M`, `1.5G`, `2T` (binary units, case
@@ -217,6 +231,26 @@ mod tests {
         assert_eq!(d("1h 2m 3.5s"), Duration::from_secs_f64(3723.5));
         assert_eq!(d("0.25"), d("250ms"));
         assert_eq!(d("90"), d("1m30s"));
+    }
+
+    #[test]
+    fn duration_ranges() {
+        let ms = Duration::from_millis;
+        assert_eq!(parse_duration_range("0.1,0.5").unwrap(), (ms(100), ms(500)));
+        assert_eq!(
+            parse_duration_range("100ms, 1s").unwrap(),
+            (ms(100), ms(1000))
+        );
+        assert_eq!(parse_duration_range("0,0").unwrap(), (ms(0), ms(0)));
+        for (bad, says) in [
+            ("0.5,0.1", "MIN is above MAX"),
+            ("x,1", "\"x\" is not a duration"),
+            ("0.5", "expected MIN,MAX"),
+            ("-1,2", "out of range"),
+        ] {
+            let e = parse_duration_range(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
     }
 
     #[test]
