@@ -9,7 +9,7 @@ use neurogc_core::sample::read::{
     column_kind, stream_file, BadRows, Cell, ColumnKind, CsvTable, ReadError,
 };
 use neurogc_core::sample::{GenerationSample, Sample, Value};
-use neurogc_fuzzkit::{config, temp_path};
+use neurogc_fuzzkit::{byte_mutation, config, temp_path, Mutation};
 use proptest::prelude::*;
 
 const NAME: &str = "x.csv";
@@ -24,46 +24,13 @@ const CSV_BYTES: &[u8] = b"0123456789.,-e\"\r\n TruFalsn";
 /// A number with more digits than any float holds (an integer overflowing every type).
 const HUGE: &str = "99999999999999999999999999999999999999999999999999999999999999999999999999999";
 
-#[derive(Clone, Debug)]
-enum Mutation {
-    Truncate(prop::sample::Index),
-    Insert(prop::sample::Index, &'static str),
-    Delete(prop::sample::Index, usize),
-    /// Repeats a column name in the header: `,cpu` before the first line end.
-    DuplicateColumn(&'static str),
-}
-
+/// Byte edits, and a header column repeated (`,cpu` appended to the first line).
 fn mutation() -> impl Strategy<Value = Mutation> {
-    let index = any::<prop::sample::Index>;
     prop_oneof![
-        index().prop_map(Mutation::Truncate),
-        (index(), prop::sample::select([TOKENS, &[HUGE]].concat()))
-            .prop_map(|(i, t)| Mutation::Insert(i, t)),
-        (index(), 1..8usize).prop_map(|(i, n)| Mutation::Delete(i, n)),
-        prop::sample::select(&["time", "cpu", "policy", "gc_triggered", "extra"][..])
-            .prop_map(Mutation::DuplicateColumn),
+        3 => byte_mutation([TOKENS, &[HUGE]].concat()),
+        1 => prop::sample::select(&[",time", ",cpu", ",policy", ",gc_triggered", ",extra"][..])
+            .prop_map(Mutation::AppendToFirstLine),
     ]
-}
-
-fn apply(bytes: &mut Vec<u8>, m: &Mutation) {
-    match m {
-        Mutation::Truncate(i) => bytes.truncate(i.index(bytes.len() + 1)),
-        Mutation::Insert(i, t) => {
-            let at = i.index(bytes.len() + 1);
-            bytes.splice(at..at, t.bytes());
-        }
-        Mutation::Delete(i, n) => {
-            let at = i.index(bytes.len() + 1);
-            bytes.drain(at..(at + n).min(bytes.len()));
-        }
-        Mutation::DuplicateColumn(c) => {
-            let at = bytes
-                .iter()
-                .position(|&b| b == b'\n')
-                .unwrap_or(bytes.len());
-            bytes.splice(at..at, format!(",{c}").into_bytes());
-        }
-    }
 }
 
 /// A finite float, often an awkward one.
@@ -294,7 +261,7 @@ proptest! {
     ) {
         let mut bytes = written(&samples);
         for m in &mutations {
-            apply(&mut bytes, m);
+            m.apply(&mut bytes);
         }
         let _ = read_checked(&bytes, if skip { BadRows::Skip } else { BadRows::Fail });
     }

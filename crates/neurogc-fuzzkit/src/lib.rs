@@ -1,8 +1,11 @@
 //! What the crates' bounded fuzzing passes (`tests/fuzz_*.rs`, proptest) share.
 
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use proptest::prelude::*;
+use proptest::sample::Index;
 use proptest::test_runner::Config;
 
 /// `cases` unless `PROPTEST_CASES` says otherwise (to run longer:
@@ -18,6 +21,54 @@ pub fn config(cases: u32) -> Config {
         failure_persistence: None,
         ..Config::default()
     }
+}
+
+/// An edit of a valid file's bytes, as the readers' fuzzing passes make them.
+#[derive(Clone, Debug)]
+pub enum Mutation {
+    /// Cut the file at a point (a crash mid-write).
+    Truncate(Index),
+    /// Insert a token at a point.
+    Insert(Index, &'static str),
+    /// Delete up to this many bytes from a point.
+    Delete(Index, usize),
+    /// Append text to the first line (the header): `,cpu` repeats a column.
+    AppendToFirstLine(&'static str),
+}
+
+impl Mutation {
+    pub fn apply(&self, bytes: &mut Vec<u8>) {
+        let at = |i: &Index, bytes: &Vec<u8>| i.index(bytes.len() + 1);
+        match self {
+            Mutation::Truncate(i) => bytes.truncate(at(i, bytes)),
+            Mutation::Insert(i, t) => {
+                let at = at(i, bytes);
+                bytes.splice(at..at, t.bytes());
+            }
+            Mutation::Delete(i, n) => {
+                let at = at(i, bytes);
+                bytes.drain(at..(at + n).min(bytes.len()));
+            }
+            Mutation::AppendToFirstLine(t) => {
+                let end = bytes
+                    .iter()
+                    .position(|&b| b == b'\n')
+                    .unwrap_or(bytes.len());
+                bytes.splice(end..end, t.bytes());
+            }
+        }
+    }
+}
+
+/// A truncation, an insertion of one of `tokens`, or a deletion of 1 to 7 bytes.
+pub fn byte_mutation(
+    tokens: impl Into<Cow<'static, [&'static str]>>,
+) -> impl Strategy<Value = Mutation> {
+    prop_oneof![
+        any::<Index>().prop_map(Mutation::Truncate),
+        (any::<Index>(), prop::sample::select(tokens)).prop_map(|(i, t)| Mutation::Insert(i, t)),
+        (any::<Index>(), 1..8usize).prop_map(|(i, n)| Mutation::Delete(i, n)),
+    ]
 }
 
 /// A fresh path `N.ext` in a per-process temporary directory named after `test`.

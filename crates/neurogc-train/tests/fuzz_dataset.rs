@@ -7,7 +7,7 @@
 
 use neurogc_core::csv_sink::CsvSink;
 use neurogc_core::sample::Sample;
-use neurogc_fuzzkit::{config, temp_path};
+use neurogc_fuzzkit::{byte_mutation, config, temp_path};
 use neurogc_model::N_FEATURES;
 use neurogc_train::dataset::{load_csv, parse_csv, Series};
 use proptest::prelude::*;
@@ -20,36 +20,6 @@ const TOKENS: &[&str] = &[
     ",", "\"", "\n", "\r\n", " ", "nan", "inf", "1e39", "-3.5e38", "1e999", "True", "x", ",cpu",
     "\u{feff}", "\0",
 ];
-
-#[derive(Clone, Debug)]
-enum Mutation {
-    Truncate(prop::sample::Index),
-    Insert(prop::sample::Index, &'static str),
-    Delete(prop::sample::Index, usize),
-}
-
-fn mutation() -> impl Strategy<Value = Mutation> {
-    let index = any::<prop::sample::Index>;
-    prop_oneof![
-        index().prop_map(Mutation::Truncate),
-        (index(), prop::sample::select(TOKENS)).prop_map(|(i, t)| Mutation::Insert(i, t)),
-        (index(), 1..8usize).prop_map(|(i, n)| Mutation::Delete(i, n)),
-    ]
-}
-
-fn apply(bytes: &mut Vec<u8>, m: &Mutation) {
-    match m {
-        Mutation::Truncate(i) => bytes.truncate(i.index(bytes.len() + 1)),
-        Mutation::Insert(i, t) => {
-            let at = i.index(bytes.len() + 1);
-            bytes.splice(at..at, t.bytes());
-        }
-        Mutation::Delete(i, n) => {
-            let at = i.index(bytes.len() + 1);
-            bytes.drain(at..(at + n).min(bytes.len()));
-        }
-    }
-}
 
 /// Reads `bytes` both ways; checks they agree and that an error names the file.
 fn read_both(bytes: &[u8]) -> Result<Series, String> {
@@ -157,7 +127,7 @@ proptest! {
     #[test]
     fn mutated_seed_csv_never_panics(
         rows in prop::collection::vec(prop::array::uniform11(-1e4..1e4f64), 1..5),
-        mutations in prop::collection::vec(mutation(), 1..5),
+        mutations in prop::collection::vec(byte_mutation(TOKENS), 1..5),
     ) {
         let mut text = SEED_HEADER.to_string();
         for r in &rows {
@@ -166,7 +136,7 @@ proptest! {
         }
         let mut bytes = text.into_bytes();
         for m in &mutations {
-            apply(&mut bytes, m);
+            m.apply(&mut bytes);
         }
         let _ = read_both(&bytes);
     }
