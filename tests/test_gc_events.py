@@ -6,6 +6,7 @@ import csv
 import gc
 import json
 import logging
+import os
 import textwrap
 import threading
 import time
@@ -15,7 +16,9 @@ import pytest
 import neurogc
 from conftest import run_python, wait_for
 
-HEADER = "time,generation,pause_ms,collected,uncollectable,reason,in_flight,trigger,predicted_ms"
+HEADER = (
+    "time,generation,pause_ms,collected,uncollectable,reason,in_flight,trigger,predicted_ms,pid"
+)
 
 
 class Cyclic:
@@ -77,6 +80,7 @@ def test_one_row_per_collection_with_its_reason(tmp_path, gc_disabled):
     assert {r["trigger"] for r in rows} == {"timer", ""}, rows
     assert all((r["trigger"] == "timer") == (r["reason"] == "policy") for r in rows), rows
     assert all(r["in_flight"] == "" and r["predicted_ms"] == "" for r in rows), rows
+    assert {r["pid"] for r in rows} == {str(os.getpid())}
     assert [int(r["collected"]) for r in rows if r["reason"] == "runtime"][0] >= 1000
     times = [float(r["time"]) for r in rows]
     assert times == sorted(times) and before <= times[0] and times[-1] <= after

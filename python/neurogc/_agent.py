@@ -190,18 +190,30 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+def _hand_children_their_own_files() -> None:
+    """Every process the command starts after this one (spawned workers of uvicorn or
+    multiprocessing, subprocesses) inherits NEUROGC_*: point their CSVs at ``samples-{pid}.csv``
+    beside this process' ``samples.csv``, so each process has its own files, as fork children do."""
+    for name in ("NEUROGC_CSV", "NEUROGC_GC_EVENTS_CSV"):
+        path = os.environ.get(name)
+        if path:
+            os.environ[name] = os.fspath(_native.child_csv_template(path))
+
+
 def _start_from_environment() -> Agent | None:
     """Used by ``neurogc run``: starts the agent from NEUROGC_* variables, if set."""
     policy = os.environ.get("NEUROGC_POLICY")
     if not policy:
         return None
     try:
-        return start(
+        agent = start(
             policy=policy,
             interval=float(os.environ.get("NEUROGC_INTERVAL", "1.0")),
             csv=os.environ.get("NEUROGC_CSV") or None,
             gc_events_csv=os.environ.get("NEUROGC_GC_EVENTS_CSV") or None,
         )
+        _hand_children_their_own_files()
+        return agent
     except Exception as exc:
         # The command itself must still run; say loudly why it runs without NeuroGC.
         log.error("NeuroGC agent not started: %s", exc)

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Final, final
 
-__all__ = ["POLICIES", "NativeAgent", "columns", "validate_policy"]
+__all__ = ["POLICIES", "NativeAgent", "child_csv_template", "columns", "validate_policy"]
 
 _StrPath = str | os.PathLike[str]
 
@@ -20,6 +20,10 @@ def validate_policy(spec: str) -> None:
 
 def columns() -> list[str]:
     """The sample's column names, in CSV order."""
+
+def child_csv_template(path: _StrPath) -> Path:
+    """The CSV path template the other processes of a service get (``samples.csv`` ->
+    ``samples-{pid}.csv``): ``neurogc run`` hands it to the processes the command starts."""
 
 @final
 class NativeAgent:

@@ -36,12 +36,20 @@ fn columns() -> Vec<String> {
     neurogc_core::sample::Sample::columns()
 }
 
+/// The CSV path template the other processes of a service get (`samples.csv` →
+/// `samples-{pid}.csv`): `neurogc run` hands it to the processes the command starts.
+#[pyfunction]
+fn child_csv_template(path: std::path::PathBuf) -> std::path::PathBuf {
+    neurogc_core::csv_sink::child_template(&path)
+}
+
 // gil_used: the agent's invariants rely on the GIL serialising Python-side callers.
 #[pymodule(gil_used = true)]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<agent::NativeAgent>()?;
     m.add_function(wrap_pyfunction!(validate_policy, m)?)?;
     m.add_function(wrap_pyfunction!(columns, m)?)?;
+    m.add_function(wrap_pyfunction!(child_csv_template, m)?)?;
     m.add("POLICIES", neurogc_core::policy::spec::KNOWN_POLICIES)?;
     Ok(())
 }

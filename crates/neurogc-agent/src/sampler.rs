@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use neurogc_core::csv_sink::CsvSink;
-use neurogc_core::gcstats::{GcEvent, GcWindow};
+use neurogc_core::gcstats::GcWindow;
 use neurogc_core::policy::{Action, GcControl, Observation, Policy};
 use neurogc_core::process::{ProcessCounters, ProcessReader};
 use neurogc_core::sample::Sample;
@@ -246,7 +246,8 @@ impl Sampler {
         let Some(sink) = &mut self.gc_events else {
             return;
         };
-        if let Err(e) = sink.write_rows(window.events.iter().map(GcEvent::csv_fields)) {
+        let pid = std::process::id();
+        if let Err(e) = sink.write_rows(window.events.iter().map(|e| e.csv_fields(pid))) {
             let message = format!(
                 "cannot write GC events to {}: {e}; GC events CSV output stopped, sampling goes on",
                 sink.path().display()

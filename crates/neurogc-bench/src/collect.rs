@@ -129,28 +129,54 @@ pub fn execute(
     })
 }
 
-/// Copies the samples of the trial's measured window to `out` (atomically): header, then rows.
+/// Copies the samples of the trial's measured window to `out` (atomically): header, then the
+/// rows of every process of the service (its first process' `samples.csv`, then each worker's
+/// `samples-<pid>.csv`), each file's rows together; their `pid` column tells them apart, and the
+/// trainer's windows never span two processes.
 fn write_training_set(trial: &TrialEntry, out: &Path) -> Result<usize> {
     let info = trial.info.as_ref().context("the trial has no trial.json")?;
     let start = info.measure_start.unwrap_or(f64::NEG_INFINITY);
     let end = info.measure_end.unwrap_or(f64::INFINITY);
-    let samples = trial.file(files::SAMPLES);
-    let text = std::fs::read_to_string(&samples)
-        .with_context(|| format!("no samples were recorded ({})", samples.display()))?;
-    let table = CsvTable::parse(&trial.shown(files::SAMPLES), text.as_bytes(), BadRows::Fail)?;
-    let lines: Vec<&str> = text.lines().collect();
-    let mut body = format!("{}\n", lines[0]);
+    let process_files = trial.process_files(files::SAMPLES);
+    if process_files.is_empty() {
+        bail!(
+            "no samples were recorded ({})",
+            trial.file(files::SAMPLES).display()
+        );
+    }
+    let mut header: Option<(String, String)> = None;
+    let mut body = String::new();
     let mut rows = 0;
-    for row in &table.rows {
-        let t = table.time(row);
-        if t >= start && t <= end + 1e-3 {
-            body.push_str(lines[row.line as usize - 1]);
-            body.push('\n');
-            rows += 1;
+    for file in &process_files {
+        let text = std::fs::read_to_string(&file.path)
+            .with_context(|| format!("cannot read {}", file.path.display()))?;
+        let table = CsvTable::parse(&file.shown, text.as_bytes(), BadRows::Fail)?;
+        let lines: Vec<&str> = text.lines().collect();
+        let Some(&head) = lines.first() else {
+            bail!("{}: empty", file.shown)
+        };
+        match &header {
+            None => header = Some((head.to_string(), file.shown.clone())),
+            Some((first, shown)) if first != head => bail!(
+                "{} and {shown} have different headers (written by different agent versions?); \
+                 cannot make one training set of them",
+                file.shown
+            ),
+            Some(_) => {}
+        }
+        for row in &table.rows {
+            let t = table.time(row);
+            if t >= start && t <= end + 1e-3 {
+                body.push_str(lines[row.line as usize - 1]);
+                body.push('\n');
+                rows += 1;
+            }
         }
     }
+    let (header, _) = header.context("no samples were recorded")?;
     let tmp = out.with_extension("csv.tmp");
-    std::fs::write(&tmp, body).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::write(&tmp, format!("{header}\n{body}"))
+        .with_context(|| format!("cannot write {}", tmp.display()))?;
     std::fs::rename(&tmp, out).with_context(|| format!("cannot write {}", out.display()))?;
     Ok(rows)
 }

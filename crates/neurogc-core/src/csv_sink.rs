@@ -128,14 +128,31 @@ where
     Ok(count)
 }
 
+/// What stands for the process id in a CSV path template.
+pub const PID_PLACEHOLDER: &str = "{pid}";
+
 /// The CSV path a process writes to. `samples.csv` in the parent becomes `samples-<pid>.csv` in a
-/// fork child, so workers never interleave rows; a `{pid}` in the path is replaced instead.
+/// fork child ([`child_template`]), so workers never interleave rows; a `{pid}` in the path is
+/// replaced instead.
 pub fn csv_path_for_process(template: &Path, pid: u32, forked: bool) -> PathBuf {
-    let text = template.to_string_lossy();
-    if text.contains("{pid}") {
-        return PathBuf::from(text.replace("{pid}", &pid.to_string()));
-    }
-    if !forked {
+    let template = if forked {
+        child_template(template)
+    } else {
+        template.to_path_buf()
+    };
+    PathBuf::from(
+        template
+            .to_string_lossy()
+            .replace(PID_PLACEHOLDER, &pid.to_string()),
+    )
+}
+
+/// The template the other processes of a service write to: `samples.csv` → `samples-{pid}.csv`
+/// (a path that already has a `{pid}` stays as it is). Fork children use it, and `neurogc run`
+/// hands it to every process the command starts (spawned workers, `multiprocessing`), so each
+/// process has its own file next to the first one's.
+pub fn child_template(template: &Path) -> PathBuf {
+    if template.to_string_lossy().contains(PID_PLACEHOLDER) {
         return template.to_path_buf();
     }
     let stem = template
@@ -143,10 +160,26 @@ pub fn csv_path_for_process(template: &Path, pid: u32, forked: bool) -> PathBuf 
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
     let name = match template.extension() {
-        Some(ext) => format!("{stem}-{pid}.{}", ext.to_string_lossy()),
-        None => format!("{stem}-{pid}"),
+        Some(ext) => format!("{stem}-{PID_PLACEHOLDER}.{}", ext.to_string_lossy()),
+        None => format!("{stem}-{PID_PLACEHOLDER}"),
     };
     template.with_file_name(name)
+}
+
+/// Which process wrote `name`, a file next to `base` named by [`child_template`]:
+/// `samples-1234.csv` beside `samples.csv` is process 1234's; anything else is `None`.
+pub fn process_of_file(base: &str, name: &str) -> Option<u32> {
+    let base = Path::new(base);
+    let stem = base.file_stem()?.to_str()?;
+    let rest = name.strip_prefix(stem)?.strip_prefix('-')?;
+    let digits = match base.extension() {
+        Some(ext) => rest.strip_suffix(&format!(".{}", ext.to_str()?))?,
+        None => rest,
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || digits.starts_with('0') {
+        return None;
+    }
+    digits.parse().ok()
 }
 
 fn ends_with_newline(path: &Path, len: u64) -> io::Result<bool> {
@@ -195,6 +228,36 @@ mod tests {
     }
 
     #[test]
+    fn children_get_a_template_and_their_files_name_their_process() {
+        let t = Path::new("/tmp/run/gc-events.csv");
+        let child = child_template(t);
+        assert_eq!(child, PathBuf::from("/tmp/run/gc-events-{pid}.csv"));
+        // A child's child keeps the template: every process has its own file.
+        assert_eq!(child_template(&child), child);
+        assert_eq!(
+            csv_path_for_process(&child, 9, false),
+            csv_path_for_process(t, 9, true)
+        );
+        assert_eq!(process_of_file("gc-events.csv", "gc-events-9.csv"), Some(9));
+        assert_eq!(
+            process_of_file("samples.csv", "samples-1234.csv"),
+            Some(1234)
+        );
+        assert_eq!(process_of_file("out", "out-7"), Some(7));
+        for other in [
+            "samples.csv",
+            "samples-.csv",
+            "samples-12a.csv",
+            "samples-012.csv",
+            "samples-12.csv.tmp",
+            "gc-events-12.csv",
+            "samples-99999999999.csv",
+        ] {
+            assert_eq!(process_of_file("samples.csv", other), None, "{other}");
+        }
+    }
+
+    #[test]
     fn header_once_rows_appended_across_reopen() {
         let path = tmp("reopen");
         let s = Sample {
@@ -230,19 +293,19 @@ mod tests {
             event(0, CollectionCause::Runtime),
             event(2, CollectionCause::Policy),
         ];
-        sink.write_rows(batch.iter().map(GcEvent::csv_fields))
+        sink.write_rows(batch.iter().map(|e| e.csv_fields(5)))
             .unwrap();
-        sink.write_rows(std::iter::empty::<[String; 9]>()).unwrap();
+        sink.write_rows(std::iter::empty::<[String; 10]>()).unwrap();
         assert_eq!(sink.rows_written(), 2);
         let mut sink = CsvSink::open_with_columns(&path, &GcEvent::CSV_COLUMNS).unwrap();
-        sink.write_rows([event(1, CollectionCause::Runtime).csv_fields()])
+        sink.write_rows([event(1, CollectionCause::Runtime).csv_fields(5)])
             .unwrap();
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
-            "time,generation,pause_ms,collected,uncollectable,reason,in_flight,trigger,predicted_ms\n\
-             1.500000,0,0.002,3,0,runtime,,,\n\
-             1.500000,2,0.002,3,0,policy,,,\n\
-             1.500000,1,0.002,3,0,runtime,,,\n"
+            "time,generation,pause_ms,collected,uncollectable,reason,in_flight,trigger,predicted_ms,pid\n\
+             1.500000,0,0.002,3,0,runtime,,,,5\n\
+             1.500000,2,0.002,3,0,policy,,,,5\n\
+             1.500000,1,0.002,3,0,runtime,,,,5\n"
         );
         // The samples CSV's header is not ours: refused.
         assert!(CsvSink::open(&path).is_err());

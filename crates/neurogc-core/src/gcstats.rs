@@ -46,8 +46,10 @@ pub struct GcEvent {
 }
 
 impl GcEvent {
-    /// The GC events CSV: one row per collection (docs/runs.md, `gc-events.csv`).
-    pub const CSV_COLUMNS: [&'static str; 9] = [
+    /// The GC events CSV: one row per collection (docs/runs.md, `gc-events.csv`). `pid` is the
+    /// process that ran it: the workers of one service each write a file, and a reader that
+    /// puts them together still tells them apart.
+    pub const CSV_COLUMNS: [&'static str; 10] = [
         "time",
         "generation",
         "pause_ms",
@@ -57,12 +59,13 @@ impl GcEvent {
         "in_flight",
         "trigger",
         "predicted_ms",
+        "pid",
     ];
 
     /// The row in [`GcEvent::CSV_COLUMNS`] order: `time` in Unix seconds with 6 decimals,
     /// `pause_ms` rounded to the microsecond, `reason` `policy` or `runtime`; what is not known
-    /// is empty.
-    pub fn csv_fields(&self) -> [String; 9] {
+    /// is empty; `pid` is the process writing it.
+    pub fn csv_fields(&self, pid: u32) -> [String; 10] {
         let us = self.pause_ns.saturating_add(500) / 1_000;
         let opt = |v: Option<String>| v.unwrap_or_default();
         [
@@ -78,6 +81,7 @@ impl GcEvent {
                 .intent
                 .and_then(|i| i.predicted_ms)
                 .map(|ms| format!("{ms:.3}"))),
+            pid.to_string(),
         ]
     }
 }
@@ -87,7 +91,7 @@ pub fn event_column_kind(column: &str) -> Option<ColumnKind> {
     match column {
         "reason" | "trigger" => Some(ColumnKind::Text),
         "time" | "generation" | "pause_ms" | "collected" | "uncollectable" | "in_flight"
-        | "predicted_ms" => Some(ColumnKind::Number),
+        | "predicted_ms" | "pid" => Some(ColumnKind::Number),
         _ => None,
     }
 }
@@ -104,6 +108,9 @@ pub struct RecordedEvent {
     pub in_flight: Option<u32>,
     pub trigger: Option<Trigger>,
     pub predicted_ms: Option<f64>,
+    /// The process that ran it; `None` in files written before the `pid` column existed (the
+    /// caller may know it from the file's name: [`crate::csv_sink::process_of_file`]).
+    pub pid: Option<u32>,
 }
 
 /// Reads a GC events CSV (`shown` names it in errors): the same cell and truncated-line rules
@@ -157,6 +164,13 @@ pub fn read_events(
             in_flight: table.number(row, "in_flight").map(|n| n as u32),
             trigger,
             predicted_ms: table.number(row, "predicted_ms"),
+            pid: match table.number(row, "pid") {
+                None => None,
+                Some(p) if p.fract() == 0.0 && (1.0..=f64::from(u32::MAX)).contains(&p) => {
+                    Some(p as u32)
+                }
+                Some(p) => return Err(bad(format!("pid {p} is not a process id"))),
+            },
         });
     }
     Ok((events, table.warnings))
@@ -271,7 +285,7 @@ mod tests {
         });
         let mut young = ev(0, 1_000, 5);
         young.in_flight = Some(0);
-        sink.write_rows([e.csv_fields(), young.csv_fields()])
+        sink.write_rows([e.csv_fields(41), young.csv_fields(41)])
             .unwrap();
         drop(sink);
         let (events, warnings) = read_events(&path, "gc").unwrap();
@@ -287,6 +301,7 @@ mod tests {
                 in_flight: Some(3),
                 trigger: Some(Trigger::Quiet),
                 predicted_ms: Some(11.0),
+                pid: Some(41),
             }
         );
         assert_eq!(
@@ -304,7 +319,13 @@ mod tests {
         )
         .unwrap();
         let (old, _) = read_events(&path, "gc").unwrap();
-        assert_eq!((old[0].in_flight, old[0].trigger), (None, None));
+        assert_eq!(
+            (old[0].in_flight, old[0].trigger, old[0].pid),
+            (None, None, None)
+        );
+        std::fs::write(&path, "time,generation,pause_ms,pid\n1.5,1,0.2,-3\n").unwrap();
+        let e = read_events(&path, "gc").unwrap_err().to_string();
+        assert!(e.contains("gc:2: pid -3 is not a process id"), "{e}");
         std::fs::write(&path, "time,generation,pause_ms,trigger\n1.5,1,0.2,whim\n").unwrap();
         let e = read_events(&path, "gc").unwrap_err().to_string();
         assert!(e.contains("gc:2: unknown trigger \"whim\""), "{e}");
@@ -380,7 +401,7 @@ mod tests {
             }),
         };
         assert_eq!(
-            e.csv_fields(),
+            e.csv_fields(7),
             [
                 "1763782800.123457",
                 "2",
@@ -390,7 +411,8 @@ mod tests {
                 "policy",
                 "2",
                 "due",
-                "9.500"
+                "9.500",
+                "7"
             ]
             .map(String::from)
         );
@@ -398,9 +420,9 @@ mod tests {
             pause_ns: 499,
             ..ev(0, 0, 0)
         };
-        assert_eq!(e.csv_fields()[2], "0.000");
-        assert_eq!(e.csv_fields()[5], "runtime");
-        assert_eq!(ev(0, 1_000_500, 0).csv_fields()[2], "1.001");
-        assert_eq!(GcEvent::CSV_COLUMNS.len(), e.csv_fields().len());
+        assert_eq!(e.csv_fields(1)[2], "0.000");
+        assert_eq!(e.csv_fields(1)[5], "runtime");
+        assert_eq!(ev(0, 1_000_500, 0).csv_fields(1)[2], "1.001");
+        assert_eq!(GcEvent::CSV_COLUMNS.len(), e.csv_fields(1).len());
     }
 }

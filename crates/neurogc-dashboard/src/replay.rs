@@ -97,17 +97,49 @@ pub fn load(path: &Path) -> anyhow::Result<Recording> {
 }
 
 /// A run directory of `neurogc collect`/`bench` (docs/runs.md): each trial's `samples.csv`, as
-/// the server named by its policy label, so repetitions of a policy continue one series.
+/// the server named by its policy label, so repetitions of a policy continue one series. A
+/// service of several processes (its workers' `samples-<pid>.csv`, or several pids in one file)
+/// plays each process as its own server, `label/pid`.
 fn load_run(dir: &Path, rec: &mut Recording) -> anyhow::Result<()> {
     let run = RunRecord::open(dir)?;
     rec.warnings.extend(run.warnings);
     for trial in &run.trials {
-        let samples = trial.file(files::SAMPLES);
-        if samples.is_file() {
-            load_csv(&samples, trial.label(), rec)?;
-        } else {
-            rec.warnings
-                .push(format!("{}: missing, trial skipped", samples.display()));
+        let process_files = trial.process_files(files::SAMPLES);
+        if process_files.is_empty() {
+            rec.warnings.push(format!(
+                "{}: missing, trial skipped",
+                trial.file(files::SAMPLES).display()
+            ));
+            continue;
+        }
+        let first = rec.samples.len();
+        for file in &process_files {
+            let before = rec.samples.len();
+            load_csv(&file.path, trial.label(), rec)?;
+            // Rows of an older agent that name no process: the file's name does.
+            if let Some(pid) = file.pid {
+                for s in &mut rec.samples[before..] {
+                    s.fields.entry("pid").or_insert_with(|| Value::from(pid));
+                }
+            }
+        }
+        // Numbers arrive as floats (`7.0`): a pid is a whole one.
+        let pid = |s: &Incoming| {
+            s.fields
+                .get("pid")
+                .and_then(Value::as_f64)
+                .filter(|p| p.fract() == 0.0 && *p >= 1.0 && *p <= f64::from(u32::MAX))
+                .map(|p| p as u32)
+        };
+        let mut pids: Vec<Option<u32>> = rec.samples[first..].iter().map(pid).collect();
+        pids.sort_unstable();
+        pids.dedup();
+        if pids.len() > 1 {
+            for s in &mut rec.samples[first..] {
+                if let Some(p) = pid(s) {
+                    s.server = format!("{}/{p}", s.server);
+                }
+            }
         }
     }
     Ok(())
@@ -275,9 +307,27 @@ mod tests {
             .unwrap();
         }
         let rec = load(&run.path).unwrap();
-        std::fs::remove_dir_all(&root).unwrap();
         assert_eq!(rec.servers(), vec!["default"]);
         let times: Vec<f64> = rec.samples.iter().map(|s| s.time).collect();
         assert_eq!(times, vec![10.0, 11.0, 20.0, 21.0]);
+
+        // A service of three processes: the first's file and two workers' (one written before
+        // samples had a pid column: its name says it). Each plays as its own server.
+        let trial = run.add_trial("default", "default", 3).unwrap();
+        std::fs::write(trial.samples(), "time,cpu,pid\n30,1,7\n31,1,7\n").unwrap();
+        std::fs::write(trial.dir.join("samples-8.csv"), "time,cpu,pid\n30.5,2,8\n").unwrap();
+        std::fs::write(trial.dir.join("samples-9.csv"), "time,cpu\n30.7,3\n").unwrap();
+        let rec = load(&run.path).unwrap();
+        std::fs::remove_dir_all(&root).unwrap();
+        assert_eq!(
+            rec.servers(),
+            vec!["default", "default/7", "default/8", "default/9"]
+        );
+        let nine = rec
+            .samples
+            .iter()
+            .find(|s| s.server == "default/9")
+            .unwrap();
+        assert_eq!(nine.fields.get("pid").and_then(Value::as_f64), Some(9.0));
     }
 }

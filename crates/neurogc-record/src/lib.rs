@@ -10,6 +10,8 @@
 //!     trial.json           TrialInfo
 //!     samples.csv          the agent's samples   (neurogc-core writes and reads them)
 //!     gc-events.csv        one row a collection  (neurogc-core)
+//!     samples-<pid>.csv    the same, for each other process of the service (its workers)
+//!     gc-events-<pid>.csv
 //!     load.jsonl           per-second load rows  (neurogc-load writes and reads them)
 //!     latency.hlog         HDR interval log      (neurogc-load)
 //!     server.log           the server's output
@@ -27,7 +29,7 @@ pub mod record;
 pub mod steps;
 pub mod write;
 
-pub use read::{trial_dir, RunRecord, TrialEntry};
+pub use read::{trial_dir, ProcessFile, RunRecord, TrialEntry};
 pub use record::*;
 pub use write::{write_json_atomic, RunDir, Trial};
 

@@ -57,6 +57,51 @@ impl TrialEntry {
     pub fn shown(&self, name: &str) -> String {
         format!("{}/{name}", self.reference.dir)
     }
+
+    /// Every process's copy of a per-process file ([`files::SAMPLES`], [`files::GC_EVENTS`]) that
+    /// exists: `name` (the service's first process) first, then `name` with `-<pid>` (its
+    /// workers and other processes, [`neurogc_core::csv_sink::child_template`]) by pid. A
+    /// service of one process has one; an unreadable folder has none.
+    pub fn process_files(&self, name: &str) -> Vec<ProcessFile> {
+        let mut out = Vec::new();
+        let first = self.file(name);
+        if first.exists() {
+            out.push(ProcessFile {
+                path: first,
+                shown: self.shown(name),
+                pid: None,
+            });
+        }
+        let mut others: Vec<ProcessFile> = std::fs::read_dir(&self.dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|entry| {
+                let file = entry.file_name();
+                let file = file.to_str()?;
+                let pid = neurogc_core::csv_sink::process_of_file(name, file)?;
+                Some(ProcessFile {
+                    path: entry.path(),
+                    shown: self.shown(file),
+                    pid: Some(pid),
+                })
+            })
+            .collect();
+        others.sort_by_key(|f| f.pid);
+        out.extend(others);
+        out
+    }
+}
+
+/// One process's file of a trial ([`TrialEntry::process_files`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProcessFile {
+    pub path: PathBuf,
+    /// `trials/NN-label-rR/<file>`, for messages.
+    pub shown: String,
+    /// The process its name says (`samples-<pid>.csv`); `None` for the first process's file,
+    /// whose rows say it in their `pid` column.
+    pub pid: Option<u32>,
 }
 
 /// Reads a JSON file of the run directory into `T`; errors name the file.
@@ -354,6 +399,43 @@ mod tests {
         assert!(e.contains("run.json: malformed"), "{e}");
         let e = RunRecord::open(&root.join("nope")).unwrap_err().to_string();
         assert!(e.contains("no such directory"), "{e}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_trial_lists_each_process_file_first_process_first() {
+        let root = temp("processes");
+        let mut run = RunDir::create(&root, info("p")).unwrap();
+        let trial = run.add_trial("default", "default", 1).unwrap();
+        for name in [
+            "samples-20.csv",
+            "samples.csv",
+            "samples-3.csv",
+            "samples-x.csv",
+            "gc-events-20.csv",
+        ] {
+            std::fs::write(trial.dir.join(name), "time\n").unwrap();
+        }
+        let back = RunRecord::open(&run.path).unwrap();
+        let entry = &back.trials[0];
+        let files: Vec<(String, Option<u32>)> = entry
+            .process_files(files::SAMPLES)
+            .into_iter()
+            .map(|f| (f.shown, f.pid))
+            .collect();
+        let shown = |n: &str| format!("{}/{n}", entry.reference.dir);
+        assert_eq!(
+            files,
+            vec![
+                (shown("samples.csv"), None),
+                (shown("samples-3.csv"), Some(3)),
+                (shown("samples-20.csv"), Some(20)),
+            ]
+        );
+        // Workers' files without the first process's.
+        let events = entry.process_files(files::GC_EVENTS);
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].pid, Some(20));
         std::fs::remove_dir_all(&root).unwrap();
     }
 }

@@ -190,11 +190,11 @@ impl ChartData {
                 .unwrap_or(f64::INFINITY);
             let inside = |time: f64| time >= start && time <= end;
             if let Some(s) = &t.samples {
-                let points: Vec<(f64, f64)> = s
-                    .rows
-                    .iter()
-                    .filter(|r| inside(r.time))
-                    .filter_map(|r| Some((r.time - start, r.rss_bytes? / 1024.0 / 1024.0)))
+                // The whole service's: every process's RSS summed.
+                let rows: Vec<_> = s.rows.iter().filter(|r| inside(r.time)).collect();
+                let points: Vec<(f64, f64)> = crate::rundir::combined_rss(&rows)
+                    .into_iter()
+                    .map(|(time, rss)| (time - start, rss / 1024.0 / 1024.0))
                     .collect();
                 d.push_x(&points);
                 d.rss.push(Series { policy, points });

@@ -213,6 +213,7 @@ mod tests {
             .into(),
             in_flight,
             trigger,
+            pid: None,
             predicted_ms: trigger.map(|_| 8.0),
         }
     }

@@ -24,6 +24,7 @@ pub mod markdown;
 pub mod metric;
 pub mod noise;
 pub mod pooled;
+pub mod processes;
 pub mod rundir;
 pub mod scoreboard;
 pub mod trial;

@@ -42,6 +42,7 @@ pub fn render(run: &RunData, a: &Analysis, charts: &Charts, warnings: &[String])
     }
     crate::collections::section(&mut md, &crate::collections::summarize(run, a));
     trials(&mut md, a);
+    crate::processes::section(&mut md, run);
     charts_section(&mut md, charts);
     configuration(&mut md, run);
     policies(&mut md, run);

@@ -30,6 +30,9 @@ pub use neurogc_record::{
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SampleRow {
     pub time: f64,
+    /// The process that took it: its `pid` column, else the file's name (`samples-<pid>.csv`);
+    /// `None` in a file that says neither (the seed's).
+    pub pid: Option<u32>,
     pub cpu: Option<f64>,
     pub mem: Option<f64>,
     pub disk_read: Option<f64>,
@@ -47,14 +50,62 @@ pub struct SampleRow {
     pub gc_pause_max: [Option<f64>; 3],
 }
 
-/// `samples.csv`: its rows and which optional columns it had.
+/// A trial's samples: every process's (`samples.csv`, then each `samples-<pid>.csv`), and which
+/// optional columns they had.
 #[derive(Debug, Clone, Default)]
 pub struct Samples {
+    /// Each file's rows in time order, the files one after the other.
     pub rows: Vec<SampleRow>,
     /// The file has `requests_gc_overlap` / `requests_gc2_overlap` (older agents did not).
     pub has_overlap: bool,
     /// The file has per-generation `gcN_collections` columns (the seed's files do not).
     pub has_generations: bool,
+}
+
+impl Samples {
+    /// The processes the rows come from, in first-seen order (`None`: rows that name none).
+    pub fn processes(&self) -> Vec<Option<u32>> {
+        let mut out = Vec::new();
+        for r in &self.rows {
+            if !out.contains(&r.pid) {
+                out.push(r.pid);
+            }
+        }
+        out
+    }
+
+    /// Adds another process's file (`has_*` hold only where every file has the column).
+    fn extend(&mut self, other: Samples) {
+        if self.rows.is_empty() {
+            *self = other;
+            return;
+        }
+        self.has_overlap &= other.has_overlap;
+        self.has_generations &= other.has_generations;
+        self.rows.extend(other.rows);
+    }
+}
+
+/// The service's resident memory over time: at each row's time, the sum of every process's latest
+/// RSS (a process counts from its first row in `rows`). One process: its own RSS.
+pub fn combined_rss(rows: &[&SampleRow]) -> Vec<(f64, f64)> {
+    let mut order: Vec<&SampleRow> = rows
+        .iter()
+        .copied()
+        .filter(|r| r.rss_bytes.is_some())
+        .collect();
+    order.sort_by(|a, b| a.time.total_cmp(&b.time));
+    let mut latest: Vec<(Option<u32>, f64)> = Vec::new();
+    let mut out = Vec::with_capacity(order.len());
+    for r in order {
+        let rss = r.rss_bytes.unwrap_or(0.0);
+        match latest.iter_mut().find(|(pid, _)| *pid == r.pid) {
+            Some(slot) => slot.1 = rss,
+            None => latest.push((r.pid, rss)),
+        }
+        out.push((r.time, latest.iter().map(|(_, v)| v).sum()));
+    }
+    out
 }
 
 /// Everything recorded for one trial. Files that are absent are `None` (and noted).
@@ -186,22 +237,53 @@ fn present(entry: &TrialEntry, name: &str) -> Result<Option<(PathBuf, String)>> 
     }
 }
 
+/// Like [`present`], for one process's file: false when it went away since it was listed.
+fn present_file(file: &neurogc_record::ProcessFile) -> Result<bool> {
+    match std::fs::metadata(&file.path) {
+        Err(_) => Ok(false),
+        Ok(m) if m.is_file() && m.len() == 0 => Err(anyhow!(
+            "{}: empty (0 bytes: its writer was stopped before the first line)",
+            file.shown
+        )),
+        Ok(m) => Ok(m.is_file()),
+    }
+}
+
 fn read_trial(entry: &TrialEntry, t: &mut TrialData, warnings: &mut Vec<String>) -> Result<()> {
     if !t.dir.is_dir() {
         return Ok(());
     }
-    if let Some((path, shown)) = present(entry, files::SAMPLES)? {
-        let (samples, w) = read_samples(&path, &shown)?;
-        warnings.extend(w);
-        t.samples = Some(samples);
-    } else {
+    // Every process of the service: the first's file, then each worker's (`samples-<pid>.csv`).
+    // The first process' GC events from before their `pid` column are its samples' process.
+    let mut first_pid = None;
+    for file in entry.process_files(files::SAMPLES) {
+        if present_file(&file)? {
+            let (mut samples, w) = read_samples(&file.path, &file.shown)?;
+            warnings.extend(w);
+            for row in samples.rows.iter_mut() {
+                row.pid = row.pid.or(file.pid);
+            }
+            if file.pid.is_none() {
+                first_pid = samples.rows.first().and_then(|r| r.pid);
+            }
+            t.samples
+                .get_or_insert_with(Samples::default)
+                .extend(samples);
+        }
+    }
+    if t.samples.is_none() {
         t.notes.push(format!("no {}", files::SAMPLES));
     }
 
-    if let Some((path, shown)) = present(entry, files::GC_EVENTS)? {
-        let (events, w) = read_events(&path, &shown)?;
-        warnings.extend(w);
-        t.gc_events = Some(events);
+    for file in entry.process_files(files::GC_EVENTS) {
+        if present_file(&file)? {
+            let (mut events, w) = read_events(&file.path, &file.shown)?;
+            warnings.extend(w);
+            for e in events.iter_mut() {
+                e.pid = e.pid.or(file.pid).or(first_pid);
+            }
+            t.gc_events.get_or_insert_with(Vec::new).extend(events);
+        }
     }
 
     if let Some((path, shown)) = present(entry, files::LOAD)? {
@@ -279,6 +361,9 @@ pub fn read_samples(path: &Path, shown: &str) -> Result<(Samples, Vec<String>)> 
         let n = |name: &str| table.number(r, name);
         let mut row = SampleRow {
             time: table.time(r),
+            pid: n("pid")
+                .filter(|p| p.fract() == 0.0 && (1.0..=f64::from(u32::MAX)).contains(p))
+                .map(|p| p as u32),
             cpu: n("cpu"),
             mem: n("mem"),
             disk_read: n("disk_read"),

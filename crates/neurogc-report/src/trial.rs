@@ -269,24 +269,51 @@ fn mean(xs: impl Iterator<Item = f64>) -> Option<f64> {
 /// A column of a sample row.
 type Column = fn(&SampleRow) -> Option<f64>;
 
+/// The rows of each process, in first-seen order (one group where the rows name no process).
+pub fn by_process<'a>(samples: &[&'a SampleRow]) -> Vec<(Option<u32>, Vec<&'a SampleRow>)> {
+    let mut groups: Vec<(Option<u32>, Vec<&'a SampleRow>)> = Vec::new();
+    for &r in samples {
+        match groups.iter_mut().find(|(pid, _)| *pid == r.pid) {
+            Some((_, rows)) => rows.push(r),
+            None => groups.push((r.pid, vec![r])),
+        }
+    }
+    groups
+}
+
+/// Resource use of the whole service. One process: the mean of its samples. Several (a
+/// service's workers): each process' mean, weighted by the share of the window its rows cover
+/// (its rows over the best-covered process' rows: one that started or ended mid-window counts
+/// for the time it ran), summed.
 fn resources(m: &mut TrialMetrics, samples: &[&SampleRow]) {
-    let cols: [(Metric, Column); 6] = [
+    let cols: [(Metric, Column); 7] = [
         (Metric::Cpu, |r| r.cpu),
         (Metric::Mem, |r| r.mem),
         (Metric::DiskRead, |r| r.disk_read),
         (Metric::DiskWrite, |r| r.disk_write),
         (Metric::NetSent, |r| r.net_sent),
         (Metric::NetRecv, |r| r.net_recv),
+        (Metric::RssMean, |r| r.rss_bytes.map(|b| b / MIB)),
     ];
+    let groups = by_process(samples);
+    let most = groups.iter().map(|(_, rows)| rows.len()).max().unwrap_or(0);
     for (metric, get) in cols {
-        if let Some(v) = mean(samples.iter().filter_map(|r| get(r))) {
+        let mut total = None;
+        for (_, rows) in &groups {
+            if let Some(v) = mean(rows.iter().filter_map(|r| get(r))) {
+                let coverage = rows.len() as f64 / most as f64;
+                *total.get_or_insert(0.0) += v * coverage;
+            }
+        }
+        if let Some(v) = total {
             m.values.insert(metric, v);
         }
     }
-    let rss: Vec<f64> = samples.iter().filter_map(|r| r.rss_bytes).collect();
-    if let Some(v) = mean(rss.iter().copied()) {
-        m.values.insert(Metric::RssMean, v / MIB);
-        let peak = rss.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let peak = crate::rundir::combined_rss(samples)
+        .into_iter()
+        .map(|(_, rss)| rss)
+        .fold(f64::NEG_INFINITY, f64::max);
+    if peak.is_finite() {
         m.values.insert(Metric::RssPeak, peak / MIB);
     }
 }

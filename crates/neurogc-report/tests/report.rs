@@ -840,3 +840,105 @@ fn rate_search_and_models_are_shown() {
     assert!(md.contains("trained on 57 rows of training_data.csv"));
     assert!(md.contains("optimizer adam"));
 }
+
+/// `text` (a CSV) with column `name` set to `value` in every row (added when it is missing).
+fn with_column(text: &str, name: &str, value: &str) -> String {
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let at = header.iter().position(|c| *c == name);
+    let mut out = String::new();
+    let mut head = header.join(",");
+    if at.is_none() {
+        head.push_str(&format!(",{name}"));
+    }
+    out.push_str(&head);
+    out.push('\n');
+    for line in lines {
+        let mut cells: Vec<String> = line.split(',').map(String::from).collect();
+        match at {
+            Some(i) => cells[i] = value.to_string(),
+            None => cells.push(value.to_string()),
+        }
+        out.push_str(&cells.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn a_service_of_several_processes_is_summed_and_shown_per_process() {
+    let _cleanup = Cleanup;
+    let single = RunData::load(&fixture()).unwrap();
+    let dir = run_copy("workers");
+    let trial = dir.join("trials/01-default-r1");
+    let samples = std::fs::read_to_string(trial.join("samples.csv")).unwrap();
+    let events = std::fs::read_to_string(trial.join("gc-events.csv")).unwrap();
+    // Two workers with the first process' rows: one written now (pid columns in both files),
+    // one by an older agent (GC events without a pid column: the file's name says it).
+    std::fs::write(
+        trial.join("samples-101.csv"),
+        with_column(&samples, "pid", "101"),
+    )
+    .unwrap();
+    std::fs::write(
+        trial.join("gc-events-101.csv"),
+        with_column(&events, "pid", "101"),
+    )
+    .unwrap();
+    std::fs::write(
+        trial.join("samples-102.csv"),
+        with_column(&samples, "pid", "102"),
+    )
+    .unwrap();
+    std::fs::write(trial.join("gc-events-102.csv"), &events).unwrap();
+
+    let run = RunData::load(&dir).unwrap();
+    let t = &run.trials[0];
+    let s = t.samples.as_ref().unwrap();
+    let first_pid = s.rows[0].pid.unwrap();
+    assert_eq!(s.processes(), vec![Some(first_pid), Some(101), Some(102)]);
+    let pids: std::collections::BTreeSet<Option<u32>> = t
+        .gc_events
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|e| e.pid)
+        .collect();
+    assert_eq!(pids, [Some(101), Some(102), Some(first_pid)].into());
+
+    let one = neurogc_report::trial::compute(&single.trials[0], Some(0.5));
+    let three = neurogc_report::trial::compute(t, Some(0.5));
+    let ratio = |m: Metric| three.get(m).unwrap() / one.get(m).unwrap();
+    // Three processes of the same use: three times the service's CPU, memory, GC work.
+    for m in [
+        Metric::Cpu,
+        Metric::RssMean,
+        Metric::RssPeak,
+        Metric::GcEvents,
+        Metric::GcTotal,
+    ] {
+        assert!((ratio(m) - 3.0).abs() < 1e-9, "{m:?}: {}", ratio(m));
+    }
+    // Shares stay shares.
+    assert!((ratio(Metric::GcCpuShare) - 1.0).abs() < 1e-9);
+
+    let rows = neurogc_report::processes::of_trial(t);
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[1].pid, Some(101));
+    assert_eq!(rows[0].collections, rows[2].collections);
+    assert!(rows[0].collections.unwrap().iter().sum::<u64>() > 0);
+
+    let w = write_report_with(&dir, None, None).unwrap();
+    let md = std::fs::read_to_string(&w.readme).unwrap();
+    let table = table_rows(&md, "## Processes");
+    assert_eq!(table.len(), 3, "{md}");
+    assert_eq!(cells(table[2])[1], "102");
+    // A run of single processes has no such section.
+    let md = std::fs::read_to_string(
+        write_report_with(&run_copy("single"), None, None)
+            .unwrap()
+            .readme,
+    )
+    .unwrap();
+    assert!(!md.contains("## Processes"));
+}

@@ -25,12 +25,57 @@ pub struct Series {
     pub line_jumps: Vec<(usize, u64)>,
     /// Warnings (a skipped truncated last line).
     pub warnings: Vec<String>,
+    /// The rows of each process, where the file holds several (a `pid` column with more than
+    /// one value: a service's workers, `neurogc collect` of a multi-worker `--cmd`): the rows
+    /// are grouped by process in first-seen order, each group in file order, and a window never
+    /// spans two groups. Empty: the rows are one process' (or say none).
+    pub processes: Vec<std::ops::Range<usize>>,
 }
 
 impl Series {
     /// The line in the file (the header is line 1) of row `row` (from 0).
     pub fn line(&self, row: usize) -> u64 {
         line_of(&self.line_jumps, row)
+    }
+
+    /// The runs of rows windows may span: each process' rows ([`Series::processes`]), or all.
+    pub fn segments(&self) -> Vec<std::ops::Range<usize>> {
+        if self.processes.is_empty() {
+            std::iter::once(0..self.rows.len()).collect()
+        } else {
+            self.processes.clone()
+        }
+    }
+
+    /// Groups the rows by process (`pids`, one per row) when there are several; see
+    /// [`Series::processes`].
+    fn group_by_process(&mut self, pids: &[Option<u32>]) {
+        let mut order: Vec<Option<u32>> = Vec::new();
+        for pid in pids {
+            if !order.contains(pid) {
+                order.push(*pid);
+            }
+        }
+        if order.len() < 2 {
+            return;
+        }
+        let mut index: Vec<usize> = (0..self.rows.len()).collect();
+        // Stable: each process' rows keep their order.
+        index.sort_by_key(|&r| order.iter().position(|p| *p == pids[r]));
+        let lines: Vec<u64> = index.iter().map(|&r| self.line(r)).collect();
+        self.rows = index.iter().map(|&r| self.rows[r]).collect();
+        self.line_jumps.clear();
+        for (r, &line) in lines.iter().enumerate() {
+            if line_of(&self.line_jumps, r) != line {
+                self.line_jumps.push((r, line));
+            }
+        }
+        let mut start = 0;
+        for pid in &order {
+            let n = pids.iter().filter(|p| *p == pid).count();
+            self.processes.push(start..start + n);
+            start += n;
+        }
     }
 }
 
@@ -70,13 +115,17 @@ pub fn load_csv(path: &Path) -> Result<Series, DataError> {
         |header, row| features.push(header, &row),
     )
     .map_err(|e| DataError(e.to_string()))?;
-    Ok(Series {
+    let pids = std::mem::take(&mut features.pids);
+    let mut series = Series {
         path: path.to_path_buf(),
         sha256: format!("{:x}", hasher.finalize()),
         line_jumps: std::mem::take(&mut features.line_jumps),
         rows: features.finish(&name, &header)?,
         warnings,
-    })
+        processes: Vec::new(),
+    };
+    series.group_by_process(&pids);
+    Ok(series)
 }
 
 /// Reads CSV text already in memory (the same rules as [`load_csv`]).
@@ -90,13 +139,17 @@ pub fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Series, DataError> {
             .push(&table.header, row)
             .map_err(|e| DataError(format!("{name}:{}: {e}", row.line)))?;
     }
-    Ok(Series {
+    let pids = std::mem::take(&mut features.pids);
+    let mut series = Series {
         path: path.to_path_buf(),
         sha256: format!("{:x}", Sha256::digest(bytes)),
         line_jumps: std::mem::take(&mut features.line_jumps),
         rows: features.finish(&name, &table.header)?,
         warnings: table.warnings,
-    })
+        processes: Vec::new(),
+    };
+    series.group_by_process(&pids);
+    Ok(series)
 }
 
 /// The feature rows of a file, built a row at a time.
@@ -109,6 +162,8 @@ struct Features {
     rows: Vec<FeatureVector>,
     /// [`Series::line_jumps`].
     line_jumps: Vec<(usize, u64)>,
+    /// Each row's process (its `pid` cell), where the header has a `pid` column.
+    pids: Vec<Option<u32>>,
 }
 
 fn feature_index(header: &Header) -> Result<[usize; N_FEATURES], String> {
@@ -161,6 +216,10 @@ impl Features {
         }
         if line_of(&self.line_jumps, self.rows.len()) != record.line {
             self.line_jumps.push((self.rows.len(), record.line));
+        }
+        if let Some(col) = header.position("pid") {
+            let pid = record.cells[col].number();
+            self.pids.push(pid.map(|p| p as u32));
         }
         self.rows.push(row);
         Ok(())
@@ -220,6 +279,31 @@ mod tests {
             _ => panic!("in memory {in_memory:?}, streamed {streamed:?}"),
         }
         in_memory
+    }
+
+    #[test]
+    fn rows_of_several_processes_are_grouped_by_process_with_their_lines() {
+        let row = |cpu: u32, pid: u32| format!("1,{cpu},3,4,5,6,7,8,9,10,True,{pid}\n");
+        let header = HEADER.replace('\n', ",pid\n");
+        // Interleaved, as processes appending to one file write them.
+        let text = format!(
+            "{header}{}{}{}{}{}",
+            row(1, 7),
+            row(2, 9),
+            row(3, 7),
+            row(4, 9),
+            row(5, 9)
+        );
+        let s = parse(&text).unwrap();
+        let cpu: Vec<f32> = s.rows.iter().map(|r| r[0]).collect();
+        assert_eq!(cpu, vec![1.0, 3.0, 2.0, 4.0, 5.0]);
+        assert_eq!(s.processes, vec![0..2, 2..5]);
+        let lines: Vec<u64> = (0..5).map(|r| s.line(r)).collect();
+        assert_eq!(lines, vec![2, 4, 3, 5, 6]);
+        // One process (or no pid column): one run of rows, as before.
+        let one = parse(&format!("{header}{}{}", row(1, 7), row(2, 7))).unwrap();
+        assert!(one.processes.is_empty());
+        assert_eq!(one.segments(), vec![0..2]);
     }
 
     #[test]

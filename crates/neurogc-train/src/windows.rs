@@ -113,15 +113,28 @@ pub struct Prepared {
 }
 
 /// Splits every series in time order (the first `1 − val_fraction` of its windows train), fits
-/// the z-score statistics on the training rows only, and builds windows that never cross files.
+/// the z-score statistics on the training rows only, and builds windows that never cross files,
+/// nor the processes of a file that holds several ([`Series::processes`]: each is split on its
+/// own).
 pub fn prepare(
     series: &[Series],
     window: usize,
     val_fraction: f64,
     labeller: &dyn Labeller,
 ) -> Result<Prepared, String> {
+    let parts: Vec<Part> = series
+        .iter()
+        .flat_map(|s| {
+            s.segments().into_iter().map(move |range| Part {
+                path: &s.path,
+                series: s,
+                offset: range.start,
+                rows: &s.rows[range],
+            })
+        })
+        .collect();
     let mut spans = Vec::new();
-    for s in series {
+    for s in &parts {
         if s.rows.len() < window {
             return Err(format!(
                 "{}: {} rows, fewer than one window of {window}",
@@ -155,7 +168,7 @@ pub fn prepare(
             .iter()
             .flat_map(|(s, _, _)| (0..s.rows.len()).map(move |r| (*s, r)))
             .reduce(|a, b| {
-                let abs = |(s, r): (&Series, usize)| s.rows[r][f].abs();
+                let abs = |(s, r): (&Part, usize)| s.rows[r][f].abs();
                 if abs(b) > abs(a) {
                     b
                 } else {
@@ -163,7 +176,7 @@ pub fn prepare(
                 }
             })
             .expect("a training row");
-        return Err(unscalable(s, r, f, n));
+        return Err(unscalable(s.series, s.offset + r, f, n));
     }
     let mut train = Examples {
         window,
@@ -180,7 +193,7 @@ pub fn prepare(
             let mut x = *row;
             normalization.apply(&mut x);
             if let Some(f) = x.iter().position(|v| !v.is_finite()) {
-                return Err(unscalable(s, r, f, n));
+                return Err(unscalable(s.series, s.offset + r, f, n));
             }
             normed.push(x);
         }
@@ -190,14 +203,14 @@ pub fn prepare(
         let (mut skipped, mut first) = (0, None);
         for start in 0..*windows {
             let end = start + window - 1;
-            match labeller.label(&s.rows, end) {
+            match labeller.label(s.rows, end) {
                 Ok(y) if y.is_finite() => labels.push(Some(y)),
                 Ok(y) => {
                     return Err(format!(
                         "{}:{}: the {} target of the window ending here is {y}, not a finite \
                          number (an internal error in the target)",
                         s.path.display(),
-                        s.line(end),
+                        s.series.line(s.offset + end),
                         labeller.name()
                     ))
                 }
@@ -214,7 +227,7 @@ pub fn prepare(
                  this line cannot be computed: {skipped} window{} of {windows} skipped because \
                  an input of its target is empty; this is the first",
                 s.path.display(),
-                s.line(end),
+                s.series.line(s.offset + end),
                 labeller.name(),
                 if skipped == 1 { "" } else { "s" },
             ));
@@ -257,6 +270,15 @@ pub fn prepare(
     })
 }
 
+/// The rows of one series windows may span (all of a file's, or one process' of it).
+struct Part<'a> {
+    path: &'a std::path::Path,
+    series: &'a Series,
+    /// Where `rows` start in `series.rows`.
+    offset: usize,
+    rows: &'a [FeatureVector],
+}
+
 fn unscalable(s: &Series, r: usize, f: usize, n: &Normalization) -> String {
     format!(
         "{}: row {}: column {:?}: {:?} is too large to scale (the training rows' mean {:?}, \
@@ -284,7 +306,35 @@ mod tests {
                 .collect(),
             line_jumps: vec![],
             warnings: vec![],
+            processes: vec![],
         }
+    }
+
+    #[test]
+    fn windows_never_span_two_processes() {
+        // 30 rows of two processes, 15 each: 6 windows of 10 in each, none across the seam.
+        let mut s = series(30);
+        s.processes = vec![0..15, 15..30];
+        let p = prepare(&[s], 10, 0.0, &SeedTarget).unwrap();
+        assert_eq!((p.train.len(), p.val.len()), (12, 0));
+        let firsts: Vec<f32> = (0..p.train.len())
+            .map(|i| {
+                let row = p.train.window_rows(i)[0];
+                (row[0] * p.normalization.std[0] + p.normalization.mean[0]).round()
+            })
+            .collect();
+        let expected: Vec<f32> = (0..6).chain(15..21).map(|i| i as f32).collect();
+        assert_eq!(firsts, expected);
+        // A process with fewer rows than a window is an error naming the file.
+        let mut s = series(30);
+        s.processes = vec![0..25, 25..30];
+        let Err(e) = prepare(&[s], 10, 0.0, &SeedTarget) else {
+            panic!("a process of 5 rows made windows of 10")
+        };
+        assert!(
+            e.contains("s.csv: 5 rows, fewer than one window of 10"),
+            "{e}"
+        );
     }
 
     #[test]
