@@ -37,6 +37,8 @@ enum Command {
     Report(neurogc_report::ReportArgs),
     /// Every bundled workload × GC policy, in turns on one core; the scoreboard of where each wins.
     Suite(neurogc_suite::SuiteArgs),
+    /// A training script under each GC step policy, interleaved; which one is best for it.
+    Sweep(neurogc_sweep::SweepArgs),
     /// Internal: kills process group PGID when the process that started it ends.
     #[command(name = "__keep", hide = true)]
     Keep { pgid: i32 },
@@ -73,6 +75,7 @@ fn main() {
         Command::Bench(args) => bench(&args),
         Command::Demo(args) => demo::run(args),
         Command::Report(args) => neurogc_report::run(args),
+        Command::Sweep(args) => neurogc_sweep::run(&args),
         Command::Keep { pgid } => Ok(neurogc_bench::proc::keep(pgid)),
         Command::Suite(args) => neurogc_suite::run(&args).map(|d| {
             println!("scoreboard: {}", d.readme.display());

@@ -1,0 +1,278 @@
+//! `neurogc sweep -- python train.py [args]`: which GC configuration is best for this training
+//! script, measured.
+//!
+//! The script runs once per configuration (a step policy of `neurogc.training`) per round,
+//! rounds one after the other with the order rotated each round; every run writes its own step
+//! record (`steps.csv`, through the step hook the script calls, the Lightning/Hugging Face
+//! callbacks, or `--step-function`, which the bootstrap wraps with no change to the script).
+//! The report compares the configurations' step times, GC share, collections and peak RSS with
+//! intervals and significance, and names the best.
+//!
+//! [`configs`] the configuration list · [`execute`] running the script and `sweep.json` ·
+//! [`analysis`] per-run metrics, comparisons, the recommendation · [`report`] Markdown, chart
+//! and terminal summary. What it is not: a benchmark of the machine (no A/A noise floor), or a
+//! reader of other step files than the hook's (`neurogc_record::steps`).
+//!
+//! ```text
+//! <out>/
+//!   sweep.json                 what ran (execute::SweepRecord)
+//!   README.md, step-time.png   the report
+//!   runs/NN-<config>-rR/       one process: steps.csv, steps.json, output.log
+//! ```
+
+pub mod analysis;
+pub mod configs;
+pub mod execute;
+pub mod report;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use neurogc_stats::BootstrapConfig;
+
+use analysis::{fmt_bytes, fmt_ms, Analysis, ConfigStats, RunMetrics};
+use execute::{RunEntry, RunSpec, SweepRecord};
+
+/// `neurogc sweep`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SweepArgs {
+    /// The configurations, step policy specs separated by commas; a KEY=VALUE item belongs to
+    /// the spec before it (`default,every:100,every:1000,gen=2` is three) [default:
+    /// default,disable,every:50,gen=1,every:100,gen=2,freeze:10,learned].
+    #[arg(long, value_name = "SPEC,...")]
+    pub configs: Option<String>,
+    /// Runs of each configuration (rounds); each round runs every configuration once.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub repeats: u32,
+    /// The output directory, new or empty [default: runs/sweep-<UTC time>].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// For a script that does not call neurogc.training: every call of this function is one
+    /// step (`train:train_step` for a function of train.py, `mypkg.loop:Trainer.step`).
+    #[arg(long, value_name = "MODULE:QUALNAME")]
+    pub step_function: Option<String>,
+    /// Leave the first N steps of each run out of the statistics (warm-up).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub skip_steps: usize,
+    /// A configuration can be recommended when its peak RSS is at most this many times the
+    /// baseline's (default's).
+    #[arg(long, value_name = "FACTOR", default_value_t = 1.10)]
+    pub rss_bound: f64,
+    /// The training command, after `--`.
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    pub command: Vec<OsString>,
+}
+
+/// What to do when a script records no steps.
+fn hint(step_function: Option<&str>) -> String {
+    match step_function {
+        Some(f) => format!(
+            "--step-function {f} was given: was that function called, and does its module \
+             define it at module level (see the run's output.log)?"
+        ),
+        None => "The sweep reads the step hook's record: call it in the script (`with \
+                 neurogc.training() as gc_steps:` … `gc_steps.step()` once per step), use \
+                 neurogc.training.LightningCallback or TransformersCallback, or name the step \
+                 function with --step-function MODULE:QUALNAME (each call one step, no change \
+                 to the script)."
+            .into(),
+    }
+}
+
+fn check_args(args: &SweepArgs) -> Result<()> {
+    if args.repeats == 0 {
+        bail!("--repeats must be at least 1");
+    }
+    if !(args.rss_bound.is_finite() && args.rss_bound >= 1.0) {
+        bail!(
+            "--rss-bound must be a factor of at least 1 (1.10: 10 % over the baseline), got {}",
+            args.rss_bound
+        );
+    }
+    if let Some(f) = &args.step_function {
+        let (module, qualname) = f.split_once(':').unwrap_or(("", ""));
+        if module.is_empty() || qualname.is_empty() {
+            bail!(
+                "--step-function {f:?} is not MODULE:QUALNAME (e.g. train:train_step, \
+                 mypkg.loop:Trainer.step)"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `neurogc sweep`: runs the sweep, writes the report, prints the summary.
+pub fn run(args: &SweepArgs) -> Result<i32> {
+    check_args(args)?;
+    let list = args.configs.as_deref().unwrap_or(configs::DEFAULT_CONFIGS);
+    let specs = configs::split(list)?;
+    let python = configs::checking_python(&args.command[0]);
+    let names = configs::validate(python, &specs)?;
+    let now = neurogc_units::unix_now();
+    let out = execute::output_dir(args.out.as_deref(), now)?;
+    let cmd = execute::shown(&args.command);
+    let mut record = SweepRecord {
+        schema: execute::SCHEMA,
+        command: args
+            .command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        configs: names.clone(),
+        repeats: args.repeats,
+        skip_steps: args.skip_steps,
+        step_function: args.step_function.clone(),
+        rss_bound: args.rss_bound,
+        started: now,
+        finished: None,
+        status: "running".into(),
+        error: None,
+        runs: Vec::new(),
+    };
+    execute::write_record(&out, &record)?;
+    eprintln!(
+        "sweep: {} configurations × {} runs of `{cmd}` into {}",
+        names.len(),
+        args.repeats,
+        out.display()
+    );
+    match sweep(args, &names, &out, &cmd, &mut record) {
+        Ok(per_config) => {
+            record.status = "complete".into();
+            record.finished = Some(neurogc_units::unix_now());
+            execute::write_record(&out, &record)?;
+            report(&record, per_config, &out, args)?;
+            Ok(0)
+        }
+        Err(e) => {
+            record.status = "failed".into();
+            record.error = Some(format!("{e:#}"));
+            record.finished = Some(neurogc_units::unix_now());
+            let _ = execute::write_record(&out, &record);
+            Err(e)
+        }
+    }
+}
+
+/// Per configuration (in `names` order): its runs' metrics in round order, and every row's
+/// action (for the idle notes).
+type PerConfig = Vec<(Vec<RunMetrics>, Vec<String>)>;
+
+fn sweep(
+    args: &SweepArgs,
+    names: &[String],
+    out: &std::path::Path,
+    cmd: &str,
+    record: &mut SweepRecord,
+) -> Result<PerConfig> {
+    let mut per: PerConfig = vec![(Vec::new(), Vec::new()); names.len()];
+    let total = names.len() * args.repeats as usize;
+    let hint = hint(args.step_function.as_deref());
+    for round in 1..=args.repeats {
+        for i in execute::order(names.len(), round) {
+            let index = record.runs.len() + 1;
+            let config = &names[i];
+            let rel = format!("runs/{index:02}-{}-r{round}", neurogc_units::slug(config));
+            let dir = out.join(&rel);
+            eprint!(
+                "[{index:>2}/{total}] round {round}/{}  {config:<20} ",
+                args.repeats
+            );
+            let done = execute::run_once(&RunSpec {
+                command: &args.command,
+                config,
+                dir: &dir,
+                step_function: args.step_function.as_deref(),
+            })?;
+            let what = format!("`{cmd}` under {config} (run {index}, round {round})");
+            let log = format!("{}/{}", dir.display(), execute::OUTPUT_LOG);
+            let mut entry = RunEntry {
+                index,
+                config: config.clone(),
+                round,
+                dir: rel.clone(),
+                exit_code: done.exit_code,
+                signal: done.signal,
+                wall_s: done.wall_s,
+                peak_rss_bytes: done.peak_rss_bytes,
+                steps: 0,
+            };
+            if done.exit_code != Some(0) {
+                eprintln!("failed");
+                record.runs.push(entry);
+                let how = match (done.exit_code, done.signal) {
+                    (Some(c), _) => format!("exited with {c}"),
+                    (None, Some(s)) => format!("was killed by signal {s}"),
+                    _ => "ended abnormally".into(),
+                };
+                bail!(
+                    "{what} {how}; its output is {log}:\n{}",
+                    execute::tail(&dir.join(execute::OUTPUT_LOG), 15)
+                );
+            }
+            let steps = execute::read_record(&dir, &rel, config, &what, &hint).inspect_err(|_| {
+                eprintln!("no steps");
+            });
+            let steps = match steps {
+                Ok(s) => s,
+                Err(e) => {
+                    record.runs.push(entry);
+                    return Err(e);
+                }
+            };
+            for w in &steps.warnings {
+                eprintln!("warning: {w}");
+            }
+            entry.steps = steps.rows.len();
+            let metrics = RunMetrics::from_rows(&steps.rows, args.skip_steps, done.peak_rss_bytes)
+                .with_context(|| format!("{what}: {rel}/steps.csv"))?;
+            eprintln!(
+                "{:>6.1} s  {:>4} steps  mean {:>9}  p99 {:>9}  peak RSS {}",
+                done.wall_s,
+                steps.rows.len(),
+                fmt_ms(metrics.mean_ms),
+                fmt_ms(metrics.p99_ms),
+                metrics.peak_rss.map_or("n/a".into(), fmt_bytes)
+            );
+            per[i].0.push(metrics);
+            per[i].1.extend(steps.rows.into_iter().map(|r| r.action));
+            record.runs.push(entry);
+            execute::write_record(out, record)?;
+        }
+    }
+    Ok(per)
+}
+
+fn report(
+    record: &SweepRecord,
+    per: PerConfig,
+    out: &std::path::Path,
+    args: &SweepArgs,
+) -> Result<()> {
+    let cfg = BootstrapConfig::default();
+    let mut actions = Vec::new();
+    let mut stats = Vec::new();
+    for (name, (runs, acts)) in record.configs.iter().zip(per) {
+        stats.push(ConfigStats::new(name, runs, &cfg)?);
+        actions.push(acts);
+    }
+    let a = Analysis::new(stats, args.rss_bound, &cfg)?;
+    let skipped = report::chart(&a, out);
+    let notes = report::idle_notes(&a, &actions);
+    let md = report::markdown(record, &a, skipped.as_deref(), &notes);
+    let readme = out.join(report::README);
+    std::fs::write(&readme, md).with_context(|| format!("cannot write {}", readme.display()))?;
+    println!();
+    for l in report::summary_lines(&a) {
+        println!("{l}");
+    }
+    for n in &notes {
+        println!("note: {n}");
+    }
+    if let Some(why) = &skipped {
+        eprintln!("{why}");
+    }
+    println!("\nreport:   {}", readme.display());
+    Ok(())
+}

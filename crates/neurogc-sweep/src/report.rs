@@ -1,0 +1,362 @@
+//! The sweep's report: `README.md` and `step-time.png` in the output directory, and the
+//! terminal summary (hyperfine's way: per configuration its times, then "X ran 1.12 ± 0.03 times
+//! faster than default", then the recommendation).
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use neurogc_report::format::{cell_text, p_value, pct, utc};
+use neurogc_report::lines::{self, Line, Panel};
+use neurogc_stats::{Comparison, ConfidenceInterval, Direction};
+
+use crate::analysis::{fmt_bytes, fmt_ms, is_learned, Analysis, Metric};
+use crate::execute::SweepRecord;
+
+/// The chart's file, in the output directory.
+pub const CHART: &str = "step-time.png";
+/// The report's file.
+pub const README: &str = "README.md";
+
+fn value(m: Metric, x: f64) -> String {
+    match m {
+        Metric::GcShare => format!("{:.1} %", 100.0 * x),
+        Metric::PeakRss => fmt_bytes(x),
+        _ => fmt_ms(x),
+    }
+}
+
+fn interval(m: Metric, c: Option<&ConfidenceInterval>) -> String {
+    match c {
+        None => "n/a".into(),
+        Some(c) if c.lower == c.upper => value(m, c.estimate),
+        Some(c) => format!(
+            "{} [{}–{}]",
+            value(m, c.estimate),
+            value(m, c.lower),
+            value(m, c.upper)
+        ),
+    }
+}
+
+/// 🟢 significantly lower (better: every metric here is better lower), 🔴 significantly higher,
+/// ⚪ not significant; then the change and the test's p.
+fn delta(c: Option<&Comparison>) -> String {
+    let Some(c) = c else { return "n/a".into() };
+    let mark = match (c.is_significant(), c.direction()) {
+        (true, Direction::Lower) => "🟢",
+        (true, Direction::Higher) => "🔴",
+        _ => "⚪",
+    };
+    let change = match c.relative_change() {
+        Some(0.0) => "same".to_string(),
+        Some(r) => pct(r),
+        None => format!("{:+.3}", c.difference.estimate),
+    };
+    let p = c
+        .p_value()
+        .map_or_else(|| "no test: 1 round".into(), p_value);
+    format!("{mark} {change} ({p})")
+}
+
+/// Draws the step-time chart: step time per step of every run, and each run's step times by
+/// percentile. Returns why it was not drawn, if it was not.
+pub fn chart(a: &Analysis, out: &Path) -> Option<String> {
+    let mut per_step = Vec::new();
+    let mut by_pct = Vec::new();
+    for (i, c) in a.configs.iter().enumerate() {
+        for r in &c.runs {
+            per_step.push(Line {
+                color: i,
+                label: c.name.clone(),
+                points: r
+                    .step_ms
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &ms)| ((k + 1) as f64, ms))
+                    .collect(),
+            });
+            let mut sorted = r.step_ms.clone();
+            sorted.sort_by(f64::total_cmp);
+            let n = sorted.len();
+            by_pct.push(Line {
+                color: i,
+                label: c.name.clone(),
+                points: sorted
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &ms)| {
+                        let q = if n > 1 {
+                            k as f64 / (n - 1) as f64
+                        } else {
+                            1.0
+                        };
+                        (100.0 * q, ms)
+                    })
+                    .collect(),
+            });
+        }
+    }
+    let panels = [
+        Panel {
+            caption: "Step time per step (each run a line; the step and its boundary collection)"
+                .into(),
+            x_desc: "step".into(),
+            y_desc: "step time (ms)".into(),
+            lines: per_step,
+        },
+        Panel {
+            caption: "Step time by percentile (each run a line)".into(),
+            x_desc: "percentile of the run's steps".into(),
+            y_desc: "step time (ms)".into(),
+            lines: by_pct,
+        },
+    ];
+    lines::draw(&out.join(CHART), &panels)
+        .err()
+        .map(|e| format!("{CHART} not drawn: {e:#}"))
+}
+
+/// Notes on configurations whose policy never acted in any run (too few steps for its cadence,
+/// say): they ran as something else, and the reader should know.
+pub fn idle_notes(a: &Analysis, actions: &[Vec<String>]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, c) in a.configs.iter().enumerate() {
+        let name = &c.name;
+        if name == "default" || name == "disable" || name.starts_with("disable,") {
+            continue;
+        }
+        let acted = actions.get(i).is_some_and(|acts| {
+            acts.iter()
+                .any(|x| x.contains("collect") || x.contains("freeze"))
+        });
+        if !acted {
+            let steps = c.runs.first().map_or(0, |r| r.steps);
+            out.push(format!(
+                "{name}: its policy never collected or froze in any run ({steps} steps counted \
+                 per run): it ran as `{}` would",
+                if name.starts_with("freeze") {
+                    "default"
+                } else {
+                    "disable"
+                }
+            ));
+        }
+    }
+    out
+}
+
+/// The Markdown report.
+pub fn markdown(
+    rec: &SweepRecord,
+    a: &Analysis,
+    chart_skipped: Option<&str>,
+    notes: &[String],
+) -> String {
+    let mut md = String::new();
+    let cmd = rec.command.join(" ");
+    let _ = writeln!(md, "# Sweep: `{cmd}`\n");
+    let _ = writeln!(md, "**{}**\n", a.recommendation_line());
+    for l in a.learned_lines() {
+        let _ = writeln!(md, "- {l}");
+    }
+    let took = rec.finished.unwrap_or(rec.started) - rec.started;
+    let _ = writeln!(
+        md,
+        "\n{} configurations × {} runs, one process each, interleaved (every round runs each \
+         configuration once, the order rotated per round); started {}, took {:.0} s.{}{}\n",
+        rec.configs.len(),
+        rec.repeats,
+        utc(rec.started),
+        took,
+        rec.step_function
+            .as_ref()
+            .map(|f| format!(" Steps: each call of `{f}` (`--step-function`)."))
+            .unwrap_or_default(),
+        if rec.skip_steps > 0 {
+            format!(
+                " The first {} steps of each run are left out.",
+                rec.skip_steps
+            )
+        } else {
+            String::new()
+        }
+    );
+
+    let base = a.name(a.baseline);
+    let _ = writeln!(md, "## Configurations\n");
+    let _ = writeln!(
+        md,
+        "Median over runs [95 % bootstrap interval]. Step time is the step plus the collection \
+         the policy ran at its end (what the training loop waited for); GC share is every \
+         collection's pause over the training time; peak RSS is the process's high-water mark.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| configuration | steps/run | step mean | p50 | p99 | max | GC share | peak RSS |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|");
+    for c in &a.configs {
+        let steps = c.median_count(|r| r.steps as u64);
+        let _ = write!(md, "| `{}` | {steps:.0} |", cell_text(&c.name));
+        for m in Metric::ALL {
+            let _ = write!(md, " {} |", interval(m, c.interval(m)));
+        }
+        md.push('\n');
+    }
+
+    for (title, against, table) in [
+        (format!("Against `{base}`"), a.baseline, 0),
+        (
+            format!(
+                "Against the recommendation, `{}`",
+                a.name(a.recommendation.best)
+            ),
+            a.recommendation.best,
+            1,
+        ),
+    ] {
+        let _ = writeln!(md, "\n## {title}\n");
+        let _ = writeln!(
+            md,
+            "Change of the median, round by round (the median of the per-round ratios); 🟢/🔴 \
+             significantly lower/higher (the paired t-test's p < 0.05 on the per-round log \
+             ratios **and** the ratio's 95 % bootstrap interval excludes 1), ⚪ not.\n"
+        );
+        let _ = writeln!(
+            md,
+            "| configuration | step mean | p50 | p99 | max | GC share | peak RSS |"
+        );
+        let _ = writeln!(md, "|---|---|---|---|---|---|---|");
+        for i in (0..a.configs.len()).filter(|&i| i != against) {
+            let _ = write!(md, "| `{}` |", cell_text(a.name(i)));
+            for m in Metric::ALL {
+                let c = if table == 0 {
+                    a.vs_baseline(i, m)
+                } else {
+                    a.vs_best(i, m)
+                };
+                let _ = write!(md, " {} |", delta(c));
+            }
+            md.push('\n');
+        }
+    }
+
+    let _ = writeln!(md, "\n## Summary\n\n```");
+    for l in summary_lines(a) {
+        let _ = writeln!(md, "{l}");
+    }
+    let _ = writeln!(md, "```\n");
+
+    let _ = writeln!(md, "## Collections\n");
+    let _ = writeln!(
+        md,
+        "Per run, median over runs: collections inside steps and at boundaries per generation, \
+         collections between steps (generation not known), objects freed per generation.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| configuration | gen 0 | gen 1 | gen 2 | between steps | freed gen 0 | freed gen 1 | freed gen 2 |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|");
+    for c in &a.configs {
+        let _ = writeln!(
+            md,
+            "| `{}` | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} |",
+            cell_text(&c.name),
+            c.median_count(|r| r.collections[0]),
+            c.median_count(|r| r.collections[1]),
+            c.median_count(|r| r.collections[2]),
+            c.median_count(|r| r.outside),
+            c.median_count(|r| r.collected[0]),
+            c.median_count(|r| r.collected[1]),
+            c.median_count(|r| r.collected[2]),
+        );
+    }
+
+    let _ = writeln!(md, "\n## Step time\n");
+    match chart_skipped {
+        None => {
+            let _ = writeln!(md, "![step time]({CHART})");
+        }
+        Some(why) => {
+            let _ = writeln!(md, "No chart: {why}");
+        }
+    }
+
+    if !notes.is_empty() {
+        let _ = writeln!(md, "\n## Notes\n");
+        for n in notes {
+            let _ = writeln!(md, "- {}", n);
+        }
+    }
+
+    let _ = writeln!(md, "\n## Runs\n");
+    let _ = writeln!(
+        md,
+        "| # | configuration | round | steps | wall | peak RSS | folder |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|");
+    for r in &rec.runs {
+        let _ = writeln!(
+            md,
+            "| {} | `{}` | {} | {} | {:.1} s | {} | [{}]({}/) |",
+            r.index,
+            cell_text(&r.config),
+            r.round,
+            r.steps,
+            r.wall_s,
+            r.peak_rss_bytes
+                .map_or("n/a".into(), |b| fmt_bytes(b as f64)),
+            r.dir,
+            r.dir
+        );
+    }
+
+    let _ = writeln!(md, "\n## Method\n");
+    let _ = writeln!(
+        md,
+        "Each run is one process of the command, with `NEUROGC_STEP_POLICY` set to its \
+         configuration and `NEUROGC_STEPS_DIR` to its folder, where the step hook \
+         (`neurogc.training`) writes `steps.csv`. Each metric is reduced to one value per run, \
+         then to the median over the configuration's runs with a 95 % percentile-bootstrap \
+         interval (10,000 seeded resamples). A configuration is compared with `{base}` and with \
+         the recommendation round by round, as `neurogc bench` compares the trials of a round. \
+         The recommendation: among the configurations whose median peak RSS is at most {:.2} × \
+         `{base}`'s, the lowest median step p99; among those whose p99 does not differ \
+         significantly from that one's, the lowest median step mean. No A/A noise floor was \
+         measured for this design: a significant difference of a few percent may still be the \
+         machine's.\n\nGenerated by `neurogc sweep` {}.",
+        a.rss_bound,
+        env!("CARGO_PKG_VERSION")
+    );
+    md
+}
+
+/// The terminal summary: per configuration its times (hyperfine's `Time (mean ± σ)` becomes the
+/// medians over runs), the speed lines, the recommendation and the learned policy's standing.
+pub fn summary_lines(a: &Analysis) -> Vec<String> {
+    let mut out = Vec::new();
+    let width = a.configs.iter().map(|c| c.name.len()).max().unwrap_or(0);
+    for c in &a.configs {
+        let m = |x| c.median(x).map_or("n/a".into(), |v| value(x, v));
+        out.push(format!(
+            "{:width$}  mean {:>9}  p50 {:>9}  p99 {:>9}  max {:>9}  GC {:>6}  peak RSS {:>10}",
+            c.name,
+            m(Metric::Mean),
+            m(Metric::P50),
+            m(Metric::P99),
+            m(Metric::Max),
+            m(Metric::GcShare),
+            m(Metric::PeakRss),
+        ));
+    }
+    out.push(String::new());
+    out.extend(a.speed_lines());
+    out.push(String::new());
+    out.push(a.recommendation_line());
+    out.extend(a.learned_lines());
+    if !a.configs.iter().any(|c| is_learned(&c.name)) {
+        out.push("(learned was not swept)".into());
+    }
+    out
+}
