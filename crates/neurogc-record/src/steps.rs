@@ -251,8 +251,9 @@ pub struct StepsInfo {
     pub error: Option<String>,
     #[serde(default)]
     pub steps: u64,
+    /// `sys.version`.
     #[serde(default)]
-    pub python_version: Option<String>,
+    pub python: Option<String>,
 }
 
 /// Reads a `steps.json`; errors name it as `shown`.
@@ -329,6 +330,12 @@ mod tests {
         let e = parse_steps("s", gen3.as_bytes()).unwrap_err().to_string();
         assert!(e.contains("boundary_gen"), "{e}");
         assert!(parse_steps("s", b"").unwrap().rows.is_empty());
+        let info: StepsInfo = serde_json::from_str(
+            r#"{"schema": 1, "policy": "learned", "python": "3.11.7 (main)",
+                "python_version": [3, 11, 7], "status": "complete", "steps": 3, "error": null}"#,
+        )
+        .unwrap();
+        assert_eq!((info.status.as_str(), info.steps), ("complete", 3));
         assert!(parse_steps("s", header().as_bytes())
             .unwrap()
             .rows
