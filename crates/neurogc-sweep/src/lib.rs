@@ -64,6 +64,14 @@ pub struct SweepArgs {
     pub command: Vec<OsString>,
 }
 
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
 /// What to do when a script records no steps.
 fn hint(step_function: Option<&str>) -> String {
     match step_function {
@@ -132,9 +140,9 @@ pub fn run(args: &SweepArgs) -> Result<i32> {
     };
     execute::write_record(&out, &record)?;
     eprintln!(
-        "sweep: {} configurations × {} runs of `{cmd}` into {}",
-        names.len(),
-        args.repeats,
+        "sweep: {} × {} of `{cmd}` into {}",
+        plural(names.len(), "configuration"),
+        plural(args.repeats as usize, "run"),
         out.display()
     );
     match sweep(args, &names, &out, &cmd, &mut record) {
@@ -211,9 +219,11 @@ fn sweep(
                     execute::tail(&dir.join(execute::OUTPUT_LOG), 15)
                 );
             }
-            let steps = execute::read_record(&dir, &rel, config, &what, &hint).inspect_err(|_| {
-                eprintln!("no steps");
-            });
+            let shown_dir = format!("{}/{rel}", out.display());
+            let steps =
+                execute::read_record(&dir, &shown_dir, config, &what, &hint).inspect_err(|_| {
+                    eprintln!("no steps");
+                });
             let steps = match steps {
                 Ok(s) => s,
                 Err(e) => {
