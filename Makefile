@@ -128,8 +128,12 @@ lint: setup
 	$(VENV)/bin/ruff format --check python tests bench
 
 # --release shares compiled dependencies with the release binary (and trains test models fast).
+# Examples are not linked here (clippy --all-targets in `lint` compiles them): each release
+# binary is link-time optimised on its own, which is also why a crate's integration tests live
+# in one binary (tests/integration/).
 test-rust: $(NPM_STAMP)
-	$(CARGO) test --release -q --workspace --exclude neurogc-agent
+	$(CARGO) test --release -q --workspace --exclude neurogc-agent --lib --bins --tests
+	$(CARGO) test --release -q --workspace --exclude neurogc-agent --doc
 
 test-python: setup
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m pytest -q -m "not slow" tests

@@ -7,7 +7,7 @@ use serde_json::Value;
 const REL: f64 = 1e-9;
 
 fn golden() -> Value {
-    let text = include_str!("fixtures/golden.json");
+    let text = include_str!("../fixtures/golden.json");
     serde_json::from_str(text).expect("golden.json parses")
 }
 

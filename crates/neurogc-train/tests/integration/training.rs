@@ -1,8 +1,8 @@
 //! Training on the seed's own data: every model kind, determinism, what gets saved.
 
-mod common;
+use crate::common;
 
-use common::*;
+use crate::common::*;
 use neurogc_model::{Architecture, Model};
 
 #[test]

@@ -1,13 +1,13 @@
 //! `--stop-idle`: hosts taking turns are real processes, stopped between their turns and all
 //! continued when the run ends.
-mod common;
+use crate::common;
 
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::run_load;
+use crate::common::run_load;
 
 /// A Python HTTP server in its own process group, answering.
 struct PyServer {

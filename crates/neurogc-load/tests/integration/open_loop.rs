@@ -1,10 +1,10 @@
 //! Open loop against real local servers: rate accuracy, the same schedule on several hosts,
 //! and latency measured from the intended send time (a stalling server shows in p99).
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
-use common::{run_load, Behavior, Server};
+use crate::common::{run_load, Behavior, Server};
 
 #[test]
 fn achieved_rate_is_within_one_percent_on_every_host_with_the_same_schedule() {

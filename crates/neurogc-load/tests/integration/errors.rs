@@ -1,7 +1,7 @@
 //! Errors that stop a run before it starts, and the --hdr-out files.
-mod common;
+use crate::common;
 
-use common::{closed_port_url, parse, temp_dir, Behavior, Server};
+use crate::common::{closed_port_url, parse, temp_dir, Behavior, Server};
 use neurogc_load::{execute, Config};
 
 fn run_err(argv: &[&str]) -> String {

@@ -1,9 +1,9 @@
 //! The `neurogc-seed` policy with a model trained here: it fires where the seed's target is high
 //! and stays quiet where it is low (the seed's own model, at its defaults, never fired at all).
 
-mod common;
+use crate::common;
 
-use common::*;
+use crate::common::*;
 use neurogc_core::policy::{GcControl, GcError, Intent, Observation, PolicySpec, Trigger};
 use neurogc_core::sample::Sample;
 use neurogc_train::windows::{Labeller, SeedTarget};

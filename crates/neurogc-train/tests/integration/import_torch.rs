@@ -1,7 +1,7 @@
 //! A state_dict saved by the seed's own PyTorch LSTMNetwork (fixture made by
 //! bench/models/make_torch_fixture.py) imports and reproduces PyTorch's outputs to 1e-5.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

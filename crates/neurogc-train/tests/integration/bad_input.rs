@@ -1,11 +1,11 @@
 //! Bad input to `neurogc train` is a clear error naming what is wrong: never a panic, an internal
 //! error from candle, or a model that trains on nonsense or fails to load once saved.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 
-use common::*;
+use crate::common::*;
 use neurogc_train::{train_model, Kind, TrainArgs};
 
 const HEADER: &str =

@@ -1,7 +1,7 @@
 //! Ctrl-C prints the summary of what ran. Its own test binary: SIGINT reaches the whole process.
-mod common;
+use crate::common;
 
-use common::{parse, temp_dir, Behavior, Server};
+use crate::common::{parse, temp_dir, Behavior, Server};
 use neurogc_load::{execute, Config};
 
 #[test]

@@ -1,7 +1,7 @@
 //! Closed loop (Locust semantics) against real local servers: task weights, spawn rate, failures.
-mod common;
+use crate::common;
 
-use common::{run_load, Behavior, Server};
+use crate::common::{run_load, Behavior, Server};
 
 #[test]
 fn task_weights_are_respected_within_four_sigma() {
