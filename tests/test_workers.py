@@ -220,3 +220,74 @@ def test_collect_with_gunicorn_workers_reads_every_process(tmp_path):
         capture_output=True, text=True, timeout=240,
     )  # fmt: skip
     assert t.returncode == 0, t.stdout + t.stderr
+
+
+HEAP_APP = textwrap.dedent(
+    """
+    from flask import Flask
+
+    # A heap whose full collection takes tens of ms, built in each worker.
+    HEAP = [[{} for _ in range(10)] for _ in range(30000)]
+
+    app = Flask(__name__)
+
+
+    @app.route("/")
+    def root():
+        return "ok"
+    """
+)
+
+
+def _full_collections(out: Path) -> dict[str, list[tuple[float, float]]]:
+    """Each process' policy-run full collections as (start, end) in Unix seconds."""
+    spans: dict[str, list[tuple[float, float]]] = {}
+    for path in out.glob("gc-events*.csv"):
+        for r in _rows(path):
+            if r["generation"] == "2" and r["reason"] == "policy":
+                start = float(r["time"])
+                spans.setdefault(r["pid"], []).append((start, start + float(r["pause_ms"]) / 1e3))
+    return spans
+
+
+def _overlaps(spans: dict[str, list[tuple[float, float]]]) -> int:
+    flat = sorted((a, b, pid) for pid, s in spans.items() for a, b in s)
+    count = 0
+    for i, (_, b, pid) in enumerate(flat):
+        for c, _, other in flat[i + 1 :]:
+            if c >= b:
+                break
+            count += other != pid
+    return count
+
+
+def _staggered_run(tmp_path: Path, spec: str) -> tuple[dict[str, list[tuple[float, float]]], str]:
+    tmp_path.mkdir()
+    (tmp_path / "app.py").write_text(HEAP_APP)
+    port = free_port()
+    out = tmp_path / "out"
+    cmd = ["neurogc", "run", "--policy", spec, "--interval", "0.2",
+           "--csv", str(out / "samples.csv"), "--gc-events-csv", str(out / "gc-events.csv"),
+           "--", sys.executable, "-m", "gunicorn", "-w", "2", "-b", f"127.0.0.1:{port}",
+           "app:app"]  # fmt: skip
+    proc, workers = _serve(cmd, tmp_path, port)
+    time.sleep(4)
+    err = _stop(proc)
+    assert "Traceback" not in err, err
+    spans = _full_collections(out)
+    for pid in workers:
+        assert len(spans.get(str(pid), [])) >= 4, (pid, {p: len(s) for p, s in spans.items()})
+    reasons = [r["policy_reason"] for p in out.glob("samples*.csv") for r in _rows(p)]
+    return spans, "\n".join(reasons)
+
+
+def test_staggered_workers_never_collect_at_the_same_moment(tmp_path):
+    """`periodic:40ms,stagger=on` under gunicorn -w 2: the master and both workers ask for a full
+    collection every 40 ms, the workers' taking 10 to 40 ms: more collecting than there is time,
+    so unstaggered some must overlap (the control shows they do). Staggered, no two processes'
+    full collections overlap, and the postponements are said in the samples."""
+    spans, reasons = _staggered_run(tmp_path / "on", "periodic:40ms,stagger=on")
+    assert _overlaps(spans) == 0, spans
+    assert "stagger: timer collection postponed" in reasons, reasons[:2000]
+    control, _ = _staggered_run(tmp_path / "off", "periodic:40ms")
+    assert _overlaps(control) > 0, control

@@ -173,6 +173,10 @@ def start(
             gc.callbacks.remove(agent._callback)
             raise
         _current = agent
+    lock = native.stagger_lock
+    if lock is not None:
+        # The processes this one starts (workers) take turns with it at full collections.
+        os.environ.setdefault("NEUROGC_STAGGER_LOCK", os.fspath(lock))
     atexit.register(agent.stop)
     return agent
 

@@ -49,6 +49,8 @@ pub struct NativeAgent {
     original: Mutex<Option<OriginalGc>>,
     /// The policy actually in force: the spec, or `default` after a fallback.
     effective_policy: Mutex<String>,
+    /// The lock file a `stagger=on` policy shares with the service's other processes.
+    stagger_lock: Mutex<Option<PathBuf>>,
 }
 
 impl NativeAgent {
@@ -111,6 +113,10 @@ impl NativeAgent {
                 (fallback, vec![Action::new("fallback to default", message)])
             }
         };
+        // Staggered unless it fell back to `default` (which runs no collection).
+        if self.spec.stagger() && actions.is_empty() {
+            policy = self.staggered(py, policy);
+        }
         *lock(&self.effective_policy) = policy.spec().to_string();
         let started = match start_policy(py, &shared, policy.as_mut(), &reader) {
             Ok(actions) => actions,
@@ -155,6 +161,39 @@ impl NativeAgent {
         *lock(&self.current) = shared;
         *lock(&self.state) = RunState::Running;
         Ok(())
+    }
+}
+
+impl NativeAgent {
+    /// `policy` with its full collections behind the service's lock; without one (a lock file
+    /// that cannot be opened) the policy runs unstaggered and the log says why.
+    fn staggered(
+        &self,
+        py: Python<'_>,
+        policy: Box<dyn neurogc_core::policy::Policy>,
+    ) -> Box<dyn neurogc_core::policy::Policy> {
+        use neurogc_core::policy::stagger::{default_lock_path, FileLock, Staggered};
+        let env = std::env::var_os("NEUROGC_STAGGER_LOCK").map(PathBuf::from);
+        // SAFETY: getppid has no preconditions.
+        let parent = unsafe { libc::getppid() } as u32;
+        let opened = default_lock_path(env, parent)
+            .and_then(|path| FileLock::open(&path).map(|lock| (path, lock)));
+        match opened {
+            Ok((path, file)) => {
+                *lock(&self.stagger_lock) = Some(path);
+                Box::new(Staggered::new(policy, Box::new(file)))
+            }
+            Err(e) => {
+                crate::logging::warn(
+                    py,
+                    &format!(
+                        "stagger=on: no lock file to share with the service's other processes \
+                         ({e}); full collections are not staggered"
+                    ),
+                );
+                policy
+            }
+        }
     }
 }
 
@@ -210,6 +249,7 @@ impl NativeAgent {
             gc_events_path: Mutex::new(None),
             original: Mutex::new(None),
             effective_policy: Mutex::new(policy.trim().to_string()),
+            stagger_lock: Mutex::new(None),
         })
     }
 
@@ -411,6 +451,12 @@ impl NativeAgent {
     #[getter]
     fn csv_path(&self) -> Option<PathBuf> {
         lock(&self.csv_path).clone()
+    }
+
+    /// The lock file a `stagger=on` policy shares with the service's other processes, if any.
+    #[getter]
+    fn stagger_lock(&self) -> Option<PathBuf> {
+        lock(&self.stagger_lock).clone()
     }
 
     /// The GC events CSV this process writes (pid-suffixed in a fork child), if any.

@@ -59,12 +59,19 @@ fn parse_one(text: &str) -> Result<Policy> {
     spec.build(spec_text)
         .map_err(|e| anyhow::anyhow!("--policy {text:?}: {e}"))?;
     let (spec_text, model, default_label) = match &spec {
-        PolicySpec::NeurogcSeed { dir, threshold } => {
+        PolicySpec::NeurogcSeed {
+            dir,
+            threshold,
+            stagger,
+        } => {
             let abs = std::path::absolute(dir)
                 .with_context(|| format!("--policy {text:?}: bad model path"))?;
             let mut s = format!("neurogc-seed:{}", abs.display());
             if let Some(t) = threshold {
                 s.push_str(&format!(",threshold={t}"));
+            }
+            if *stagger {
+                s.push_str(",stagger=on");
             }
             (s, read_model_json(&abs), "neurogc-seed".to_string())
         }

@@ -11,6 +11,7 @@ pub mod scheduler;
 pub mod seed;
 mod simple;
 pub mod spec;
+pub mod stagger;
 pub mod young;
 
 use std::time::Duration;

@@ -64,6 +64,8 @@ pub struct SchedulerConfig {
     pub cpu: f64,
     /// threshold0: tuned by experiment after the freeze, left as it is, or set.
     pub young: YoungThreshold,
+    /// `stagger=on`: full collections take the service's lock (the agent wraps the policy).
+    pub stagger: bool,
 }
 
 impl Default for SchedulerConfig {
@@ -80,6 +82,7 @@ impl Default for SchedulerConfig {
             pause: Duration::from_millis(5),
             cpu: 0.05,
             young: YoungThreshold::Auto,
+            stagger: false,
         }
     }
 }

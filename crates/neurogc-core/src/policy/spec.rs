@@ -22,7 +22,8 @@ pub const KNOWN_POLICIES: &str = "default, threshold:T0[,T1[,T2]], \
      neurogc-seed:MODEL_DIR[,threshold=T], \
      neurogc[,warmup=DURATION][,freeze=on|off][,quiet=P][,max_wait=DURATION][,growth=F][,pause=DURATION][,cpu=F][,rss=SIZE][,young=auto|off|N], \
      gc-off (a bound for bounded runs, no guard); \
-     a DURATION is 30 (seconds), 1m30s, 500ms";
+     periodic, neurogc and neurogc-seed also take stagger=on (a service's workers take turns at \
+     full collections); a DURATION is 30 (seconds), 1m30s, 500ms";
 
 /// Default warm-up before `freeze` collects and freezes.
 pub const DEFAULT_FREEZE_WARMUP: Duration = Duration::from_secs(5);
@@ -35,6 +36,8 @@ pub enum PolicySpec {
     Periodic {
         every: Duration,
         guard: GuardConfig,
+        /// `stagger=on`: its full collections take the service's lock ([`super::stagger`]).
+        stagger: bool,
     },
     Freeze {
         warmup: Duration,
@@ -48,6 +51,7 @@ pub enum PolicySpec {
     NeurogcSeed {
         dir: PathBuf,
         threshold: Option<f32>,
+        stagger: bool,
     },
 }
 
@@ -72,6 +76,18 @@ impl PolicySpec {
         matches!(self, PolicySpec::Periodic { .. })
     }
 
+    /// `stagger=on`: the policy's full collections take a lock the service's processes share,
+    /// so at most one of them is in one at a time ([`super::stagger`]).
+    pub fn stagger(&self) -> bool {
+        match self {
+            PolicySpec::Periodic { stagger, .. } | PolicySpec::NeurogcSeed { stagger, .. } => {
+                *stagger
+            }
+            PolicySpec::Neurogc(cfg) => cfg.stagger,
+            _ => false,
+        }
+    }
+
     /// The RSS budget the spec names (`rss=SIZE`), in bytes; `None` when it names none (the
     /// guard then derives one from the RSS at start) or the policy has no guard.
     pub fn rss_budget(&self) -> Option<u64> {
@@ -89,14 +105,14 @@ impl PolicySpec {
         Ok(match self {
             PolicySpec::Default => Box::new(DefaultPolicy::new(spec)),
             PolicySpec::Threshold(values) => Box::new(ThresholdPolicy::new(spec, values.clone())),
-            PolicySpec::Periodic { every, guard } => Box::new(MemoryGuard::new(
+            PolicySpec::Periodic { every, guard, .. } => Box::new(MemoryGuard::new(
                 Box::new(PeriodicPolicy::new(spec, *every)),
                 *guard,
             )),
             PolicySpec::Freeze { warmup } => Box::new(FreezePolicy::new(spec, *warmup)),
             PolicySpec::GcOff => Box::new(GcOffPolicy::new(spec)),
             PolicySpec::Neurogc(cfg) => Box::new(Scheduler::new(spec, *cfg)),
-            PolicySpec::NeurogcSeed { dir, threshold } => {
+            PolicySpec::NeurogcSeed { dir, threshold, .. } => {
                 Box::new(super::SeedPolicy::load(spec, dir, *threshold)?)
             }
         })
@@ -134,6 +150,23 @@ impl FromStr for PolicySpec {
                     }
                 }
             }
+        }
+        // `stagger=on|off`, for the policies that run full collections themselves.
+        let mut stagger = false;
+        let mut kept = Vec::with_capacity(options.len());
+        for (k, v) in options {
+            if k == "stagger" {
+                stagger = parse_on_off(k, v).map_err(&err)?;
+            } else {
+                kept.push((k, v));
+            }
+        }
+        let options = kept;
+        if stagger && !matches!(name, "periodic" | "neurogc" | "neurogc-seed") {
+            return Err(err(format!(
+                "stagger=on needs a policy that runs the full collections itself (periodic, \
+                 neurogc, neurogc-seed); under {name:?} CPython runs them"
+            )));
         }
         let no_options = |options: &[(&str, &str)]| match options.first() {
             Some((k, _)) => Err(err(format!("policy {name:?} takes no option {k:?}"))),
@@ -185,7 +218,11 @@ impl FromStr for PolicySpec {
                     )));
                 }
                 let guard = parse_guard(&options).map_err(&err)?;
-                Ok(PolicySpec::Periodic { every, guard })
+                Ok(PolicySpec::Periodic {
+                    every,
+                    guard,
+                    stagger,
+                })
             }
             "freeze" => {
                 no_options(&options)?;
@@ -207,7 +244,7 @@ impl FromStr for PolicySpec {
                     )));
                 }
                 parse_scheduler(&options)
-                    .map(PolicySpec::Neurogc)
+                    .map(|cfg| PolicySpec::Neurogc(SchedulerConfig { stagger, ..cfg }))
                     .map_err(&err)
             }
             "gc-off" => {
@@ -246,6 +283,7 @@ impl FromStr for PolicySpec {
                 Ok(PolicySpec::NeurogcSeed {
                     dir: PathBuf::from(dir),
                     threshold,
+                    stagger,
                 })
             }
             "" => Err(err(format!("empty policy name; known: {KNOWN_POLICIES}"))),
@@ -253,6 +291,14 @@ impl FromStr for PolicySpec {
                 "unknown policy {other:?}; known: {KNOWN_POLICIES}"
             ))),
         }
+    }
+}
+
+fn parse_on_off(key: &str, value: &str) -> Result<bool, String> {
+    match value {
+        "on" | "true" | "1" => Ok(true),
+        "off" | "false" | "0" => Ok(false),
+        _ => Err(format!("{key}={value:?} must be on or off")),
     }
 }
 
@@ -390,7 +436,7 @@ mod tests {
                 warmup: Duration::from_millis(500)
             }
         );
-        let PolicySpec::Periodic { every, guard } =
+        let PolicySpec::Periodic { every, guard, .. } =
             parse("periodic:30,rss=512M,young=5000,check=0.1").unwrap()
         else {
             panic!()
@@ -446,16 +492,49 @@ mod tests {
             parse("neurogc-seed:models/lstm,threshold=0.55").unwrap(),
             PolicySpec::NeurogcSeed {
                 dir: PathBuf::from("models/lstm"),
-                threshold: Some(0.55)
+                threshold: Some(0.55),
+                stagger: false,
             }
         );
         assert_eq!(
             parse("neurogc-seed:m").unwrap(),
             PolicySpec::NeurogcSeed {
                 dir: PathBuf::from("m"),
-                threshold: None
+                threshold: None,
+                stagger: false,
             }
         );
+    }
+
+    #[test]
+    fn stagger_is_for_the_policies_that_run_full_collections() {
+        for on in [
+            "periodic:30,stagger=on",
+            "periodic:30,rss=1G,stagger=1",
+            "neurogc,stagger=on,warmup=5s",
+            "neurogc-seed:m,stagger=true",
+        ] {
+            assert!(parse(on).unwrap().stagger(), "{on}");
+        }
+        for off in [
+            "periodic:30",
+            "periodic:30,stagger=off",
+            "neurogc",
+            "default",
+        ] {
+            assert!(!parse(off).unwrap().stagger(), "{off}");
+        }
+        for refused in [
+            "default,stagger=on",
+            "threshold:900,stagger=on",
+            "freeze,stagger=on",
+        ] {
+            let e = parse(refused).unwrap_err().to_string();
+            assert!(e.contains("stagger=on needs a policy that runs"), "{e}");
+        }
+        assert!(parse("periodic:30,stagger=maybe").is_err());
+        // Off on any policy is no change.
+        assert_eq!(parse("default,stagger=off").unwrap(), PolicySpec::Default);
     }
 
     /// Every duration in a spec is the command line's (`neurogc_units::parse_duration`): units,
@@ -464,7 +543,7 @@ mod tests {
     fn spec_durations_are_the_command_lines() {
         let d = |s: &str| parse_duration(s).unwrap();
         for text in ["1m30s", "90", "90s", "1m 30s", "1.5m", "90000ms"] {
-            let PolicySpec::Periodic { every, guard } =
+            let PolicySpec::Periodic { every, guard, .. } =
                 parse(&format!("periodic:{text},check={text}")).unwrap()
             else {
                 panic!("{text}")
