@@ -1,5 +1,4 @@
 //! Ctrl-C prints the summary of what ran. Its own test binary: SIGINT reaches the whole process.
-use crate::common;
 
 use crate::common::{parse, temp_dir, Behavior, Server};
 use neurogc_load::{execute, Config};
