@@ -1,8 +1,7 @@
 //! `--replay`: the seed's benchmark CSV, our run directories, bad rows, and pacing.
 
-mod common;
 
-use common::seed_data;
+use crate::common::seed_data;
 use neurogc_dashboard::replay;
 use neurogc_dashboard::store::{HistoryQuery, Store, StoreConfig};
 use serde_json::json;

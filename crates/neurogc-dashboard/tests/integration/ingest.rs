@@ -1,8 +1,7 @@
 //! `POST /api/metrics` and `GET /api/history` over real HTTP.
 
-mod common;
 
-use common::{get, post_json, request, sample, start};
+use crate::common::{get, post_json, request, sample, start};
 use neurogc_dashboard::store::StoreConfig;
 use serde_json::json;
 

@@ -1,8 +1,8 @@
 //! The page, its embedded assets, and binding.
 
-mod common;
+use crate::common;
 
-use common::{get, start, start_with};
+use crate::common::{get, start, start_with};
 use neurogc_dashboard::store::StoreConfig;
 use neurogc_dashboard::Config;
 
