@@ -3,9 +3,8 @@
 //! A test that needs a process to itself (a global allocator, environment variables) stays a
 //! file of its own beside this folder.
 
-mod common;
 mod closed_loop;
+mod common;
 mod errors;
-mod interrupt;
 mod open_loop;
 mod stop_idle;

@@ -1,6 +1,9 @@
 //! Ctrl-C prints the summary of what ran. Its own test binary: SIGINT reaches the whole process.
 
-use crate::common::{parse, temp_dir, Behavior, Server};
+#[path = "integration/common/mod.rs"]
+mod common;
+
+use common::{parse, temp_dir, Behavior, Server};
 use neurogc_load::{execute, Config};
 
 #[test]
