@@ -175,7 +175,10 @@ impl Store {
     }
 
     pub fn replay(&self) -> Option<ReplayStatus> {
-        self.replay.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.replay
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     pub fn config(&self) -> &StoreConfig {

@@ -1,6 +1,5 @@
 //! `POST /api/metrics` and `GET /api/history` over real HTTP.
 
-
 use crate::common::{get, post_json, request, sample, start};
 use neurogc_dashboard::store::StoreConfig;
 use serde_json::json;

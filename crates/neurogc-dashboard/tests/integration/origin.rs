@@ -1,7 +1,6 @@
 //! What a web page in the user's browser must not be able to do to a dashboard on their machine:
 //! post to it, open its WebSocket, or read it under a hostile name (DNS rebinding).
 
-
 use crate::common::{post_json, request, request_with, sample, start, ws_connect};
 use neurogc_dashboard::store::StoreConfig;
 

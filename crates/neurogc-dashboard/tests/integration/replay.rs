@@ -1,6 +1,5 @@
 //! `--replay`: the seed's benchmark CSV, our run directories, bad rows, and pacing.
 
-
 use crate::common::seed_data;
 use neurogc_dashboard::replay;
 use neurogc_dashboard::store::{HistoryQuery, Store, StoreConfig};

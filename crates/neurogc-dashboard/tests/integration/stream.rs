@@ -1,6 +1,5 @@
 //! `GET /ws`: history first, then live batches; resume after a reconnect; slow clients.
 
-
 use crate::common::{post_json, sample, start, ws_connect, ws_hello_and_history, ws_next};
 use futures_util::SinkExt;
 use neurogc_dashboard::ingest::Incoming;

@@ -1,7 +1,6 @@
 //! Bad input to `neurogc train` is a clear error naming what is wrong: never a panic, an internal
 //! error from candle, or a model that trains on nonsense or fails to load once saved.
 
-
 use std::path::PathBuf;
 
 use crate::common::*;

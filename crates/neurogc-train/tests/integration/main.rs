@@ -3,8 +3,8 @@
 //! A test that needs a process to itself (a global allocator, environment variables) stays a
 //! file of its own beside this folder.
 
-mod common;
 mod bad_input;
+mod common;
 mod fuzz_dataset;
 mod import_torch;
 mod seed_policy;

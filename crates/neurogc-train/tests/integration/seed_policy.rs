@@ -1,7 +1,6 @@
 //! The `neurogc-seed` policy with a model trained here: it fires where the seed's target is high
 //! and stays quiet where it is low (the seed's own model, at its defaults, never fired at all).
 
-
 use crate::common::*;
 use neurogc_core::policy::{GcControl, GcError, Intent, Observation, PolicySpec, Trigger};
 use neurogc_core::sample::Sample;
