@@ -107,6 +107,8 @@ def test_bad_specs_and_arguments_are_clear_errors(tmp_path, clean_gc):
         neurogc.start(policy="threshold:1,2,3,4")
     with pytest.raises(ValueError, match="interval"):
         neurogc.start(interval=0)
+    with pytest.raises(ValueError, match=r'"half a second" is not a duration'):
+        neurogc.start(interval="half a second")
     (tmp_path / "taken.csv").write_text("a,b\n1,2\n")
     with pytest.raises(OSError, match="taken.csv.*different header"):
         neurogc.start(csv=tmp_path / "taken.csv")
@@ -123,6 +125,15 @@ def test_one_agent_per_process(clean_gc):
     agent.stop()  # idempotent
     assert not agent.running and neurogc.current() is None
     neurogc.start(interval=0.5).stop()
+
+
+def test_the_interval_takes_the_duration_grammar(clean_gc):
+    for given, seconds in (("500ms", 0.5), ("2s", 2.0), ("0.25", 0.25), (1, 1.0)):
+        agent = neurogc.start(interval=given)
+        try:
+            assert agent.interval == seconds, given
+        finally:
+            agent.stop()
 
 
 def test_sampler_panic_disables_agent_and_restores_gc(clean_gc, caplog):

@@ -126,15 +126,23 @@ def current() -> Agent | None:
     return agent if agent is not None and agent.running else None
 
 
+def seconds(interval: float | str) -> float:
+    """An interval in seconds: a number, or a duration as every flag takes it (``"500ms"``)."""
+    if isinstance(interval, str):
+        return _native.parse_duration(interval)
+    return float(interval)
+
+
 def start(
     policy: str = "default",
-    interval: float = 1.0,
+    interval: float | str = 1.0,
     csv: str | os.PathLike[str] | None = None,
     *,
     gc_events_csv: str | os.PathLike[str] | None = None,
     _proc_root: str = "/proc",
 ) -> Agent:
-    """Starts the agent: applies ``policy`` and samples every ``interval`` seconds.
+    """Starts the agent: applies ``policy`` and samples every ``interval`` (seconds, or a
+    duration such as ``"500ms"`` or ``"2s"``).
 
     ``csv``: append one row per sample to this file (header once, flushed per row). In a fork
     child, ``samples.csv`` becomes ``samples-<pid>.csv``; a ``{pid}`` in the path is replaced.
@@ -159,7 +167,7 @@ def start(
     with _lock:
         native = _native.NativeAgent(
             policy,
-            float(interval),
+            seconds(interval),
             None if csv is None else os.fspath(csv),
             _proc_root,
             None if gc_events_csv is None else os.fspath(gc_events_csv),
@@ -212,7 +220,7 @@ def _start_from_environment() -> Agent | None:
     try:
         agent = start(
             policy=policy,
-            interval=float(os.environ.get("NEUROGC_INTERVAL", "1.0")),
+            interval=os.environ.get("NEUROGC_INTERVAL", "1.0"),
             csv=os.environ.get("NEUROGC_CSV") or None,
             gc_events_csv=os.environ.get("NEUROGC_GC_EVENTS_CSV") or None,
         )

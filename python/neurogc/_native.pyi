@@ -8,7 +8,14 @@ import os
 from pathlib import Path
 from typing import Final, final
 
-__all__ = ["POLICIES", "NativeAgent", "child_csv_template", "columns", "validate_policy"]
+__all__ = [
+    "POLICIES",
+    "NativeAgent",
+    "child_csv_template",
+    "columns",
+    "parse_duration",
+    "validate_policy",
+]
 
 _StrPath = str | os.PathLike[str]
 
@@ -20,6 +27,10 @@ def validate_policy(spec: str) -> None:
 
 def columns() -> list[str]:
     """The sample's column names, in CSV order."""
+
+def parse_duration(text: str) -> float:
+    """Seconds in a duration of the one grammar every flag and spec takes (``30``, ``1.5``,
+    ``500ms``, ``1m30s``); raises ``ValueError`` quoting the text."""
 
 def child_csv_template(path: _StrPath) -> Path:
     """The CSV path template the other processes of a service get (``samples.csv`` ->

@@ -36,7 +36,7 @@ class _AgentBinding:
         self,
         agent: _agent.Agent | None,
         policy: str | None,
-        interval: float,
+        interval: float | str,
         csv: str | os.PathLike[str] | None,
         gc_events_csv: str | os.PathLike[str] | None = None,
     ) -> None:
@@ -46,7 +46,7 @@ class _AgentBinding:
         self.owned = False
         self.options = {
             "policy": policy or "default",
-            "interval": interval,
+            "interval": _agent.seconds(interval),  # a bad one fails here too
             "csv": csv,
             "gc_events_csv": gc_events_csv,
         }
@@ -96,7 +96,7 @@ class _Middleware:
         app: Callable[..., Any],
         *,
         policy: str | None = None,
-        interval: float = 1.0,
+        interval: float | str = 1.0,
         csv: str | os.PathLike[str] | None = None,
         gc_events_csv: str | os.PathLike[str] | None = None,
         metrics_path: str | None = "/metrics",
@@ -298,7 +298,7 @@ def install(
     app: Any,
     *,
     policy: str | None = None,
-    interval: float = 1.0,
+    interval: float | str = 1.0,
     csv: str | os.PathLike[str] | None = None,
     metrics_path: str | None = "/metrics",
     gc_events_csv: str | os.PathLike[str] | None = None,

@@ -30,6 +30,15 @@ fn validate_policy(spec: &str) -> PyResult<()> {
         .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
 }
 
+/// Seconds in a duration of the one grammar every flag and spec takes (`30`, `1.5`, `500ms`,
+/// `1m30s`); raises `ValueError` quoting the text.
+#[pyfunction]
+fn parse_duration(text: &str) -> PyResult<f64> {
+    neurogc_units::parse_duration(text)
+        .map(|d| d.as_secs_f64())
+        .map_err(pyo3::exceptions::PyValueError::new_err)
+}
+
 /// The sample's column names, in CSV order.
 #[pyfunction]
 fn columns() -> Vec<String> {
@@ -49,6 +58,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<agent::NativeAgent>()?;
     m.add_function(wrap_pyfunction!(validate_policy, m)?)?;
     m.add_function(wrap_pyfunction!(columns, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_duration, m)?)?;
     m.add_function(wrap_pyfunction!(child_csv_template, m)?)?;
     m.add("POLICIES", neurogc_core::policy::spec::KNOWN_POLICIES)?;
     Ok(())
