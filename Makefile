@@ -35,7 +35,7 @@ DIST_CLI := $(ZIG_CLI_DIR)/$(ZIG_TARGET)/release/neurogc
 DIST_STAMP := dist/.built
 
 
-.PHONY: setup wheel dev-cli demo test test-matrix test-slow bench-suite bench-suite-quick test-rust test-python test-python-versions test-web lint fmt bench bench-load bench-dashboard bench-models bench-soak clean system-packages
+.PHONY: setup wheel dev-cli demo test test-matrix test-slow bench-suite bench-suite-quick test-rust test-python test-python-versions test-web lint fmt bench bench-load bench-dashboard bench-models bench-soak bench-sweep clean system-packages
 
 setup: system-packages $(NPM_STAMP) $(VENV)/.deps $(VENV)/.neurogc dev-cli
 
@@ -187,6 +187,11 @@ bench-suite-quick: setup
 # The memory guard's budget over 10 minutes on cycle-leak (bench/soak/RESULTS.md, ~11 min).
 bench-soak: setup
 	bash bench/soak/run.sh
+
+# The step policies on every bundled training loop, and the learned one against issue 15's bar
+# (bench/sweep/RESULTS.md); installs PyTorch into .venv-torch for torch_cnn.
+bench-sweep: setup
+	bash bench/sweep/run.sh
 
 # Models vs PyTorch (bench/models/RESULTS.md); installs torch into .venv-bench itself.
 bench-models: setup

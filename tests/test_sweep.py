@@ -69,6 +69,16 @@ def test_sweep_of_the_micrograd_loop_writes_a_complete_report(tmp_path):
     assert f"**{recommendation[0]}**" in readme
     # learned's standing is said: the recommendation, or what it loses by.
     assert any(line.startswith("learned: ") for line in lines), r.stdout
+    # The medians for scripts: every configuration, every metric, the same recommendation.
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["baseline"] == "default" and summary["best"] == best
+    assert [c["name"] for c in summary["configs"]] == DEFAULT_CONFIGS
+    for c in summary["configs"]:
+        assert c["runs"] == 2
+        assert set(c["medians"]) == {"mean_ms", "p50_ms", "p99_ms", "max_ms", "gc_share",
+                                     "peak_rss_bytes"}, c  # fmt: skip
+        p99 = c["medians"]["p99_ms"]
+        assert 0 < p99["lower"] <= p99["estimate"] <= p99["upper"], c
 
 
 def test_step_function_makes_an_unchanged_script_a_training_loop(tmp_path):

@@ -34,6 +34,18 @@ impl Metric {
         Metric::PeakRss,
     ];
 
+    /// The key in `summary.json`, with its unit.
+    pub fn key(self) -> &'static str {
+        match self {
+            Metric::Mean => "mean_ms",
+            Metric::P50 => "p50_ms",
+            Metric::P99 => "p99_ms",
+            Metric::Max => "max_ms",
+            Metric::GcShare => "gc_share",
+            Metric::PeakRss => "peak_rss_bytes",
+        }
+    }
+
     /// The name in tables and sentences.
     pub fn label(self) -> &'static str {
         match self {

@@ -17,6 +17,7 @@
 //! <out>/
 //!   sweep.json                 what ran (execute::SweepRecord)
 //!   README.md, step-time.png   the report
+//!   summary.json               the medians and the recommendation (report::Summary)
 //!   runs/NN-<config>-rR/       one process: steps.csv, steps.json, output.log
 //! ```
 
@@ -273,6 +274,10 @@ fn report(
     let md = report::markdown(record, &a, skipped.as_deref(), &notes);
     let readme = out.join(report::README);
     std::fs::write(&readme, md).with_context(|| format!("cannot write {}", readme.display()))?;
+    let summary = out.join(report::SUMMARY_JSON);
+    let json = serde_json::to_string_pretty(&report::summary(&a))?;
+    std::fs::write(&summary, json + "\n")
+        .with_context(|| format!("cannot write {}", summary.display()))?;
     println!();
     for l in report::summary_lines(&a) {
         println!("{l}");

@@ -16,6 +16,67 @@ use crate::execute::SweepRecord;
 pub const CHART: &str = "step-time.png";
 /// The report's file.
 pub const README: &str = "README.md";
+/// The medians in machine-readable form (what a benchmark script checks a bar against).
+pub const SUMMARY_JSON: &str = "summary.json";
+
+/// `summary.json`: per configuration, each metric's median over runs with its 95 % interval.
+#[derive(serde::Serialize)]
+pub struct Summary {
+    /// The configuration the others are compared with (`default` when swept).
+    pub baseline: String,
+    /// The recommended configuration.
+    pub best: String,
+    pub rss_bound: f64,
+    pub configs: Vec<ConfigSummary>,
+}
+
+#[derive(serde::Serialize)]
+pub struct ConfigSummary {
+    pub name: String,
+    pub runs: usize,
+    /// Metric key ([`Metric::key`]) → its median and interval; absent when unmeasured.
+    pub medians: std::collections::BTreeMap<&'static str, Interval>,
+}
+
+/// A median with its 95 % bootstrap interval.
+#[derive(serde::Serialize)]
+pub struct Interval {
+    pub estimate: f64,
+    pub lower: f64,
+    pub upper: f64,
+}
+
+pub fn summary(a: &Analysis) -> Summary {
+    let configs = a
+        .configs
+        .iter()
+        .map(|c| ConfigSummary {
+            name: c.name.clone(),
+            runs: c.runs.len(),
+            medians: Metric::ALL
+                .iter()
+                .filter_map(|&m| {
+                    let ci = c.interval(m)?;
+                    let (estimate, lower, upper) = (ci.estimate, ci.lower, ci.upper);
+                    Some((
+                        m.key(),
+                        Interval {
+                            estimate,
+                            lower,
+                            upper,
+                        },
+                    ))
+                })
+                .collect(),
+        })
+        .collect();
+    Summary {
+        baseline: a.configs[a.baseline].name.clone(),
+        best: a.configs[a.recommendation.best].name.clone(),
+        rss_bound: a.rss_bound,
+        configs,
+    }
+}
 
 fn value(m: Metric, x: f64) -> String {
     match m {

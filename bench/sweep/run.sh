@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Issue 15's bar, measured: `neurogc sweep` on every bundled training loop (every step policy
+# configuration, rounds interleaved, the order rotated), then bench/sweep/RESULTS.md with, per
+# loop, each configuration's medians and the learned policy against the bar (step p99 <= 1.05 x
+# the best fixed configuration's, mean <= default's, peak RSS <= 1.10 x default's).
+# torch_cnn needs PyTorch, which `make setup` does not install: it goes into its own virtualenv
+# (.venv-torch) here; where it cannot be installed, RESULTS.md says so.
+# Each loop's sweep report stays beside RESULTS.md (bench/sweep/<loop>/README.md, step-time.png,
+# summary.json, sweep.json); the per-run step records stay local (bench/sweep/.gitignore).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+NEUROGC=${NEUROGC:-target/release/neurogc}
+PYTHON=${PYTHON:-.venv/bin/python}
+REPEATS=${REPEATS:-5}
+TORCH_VENV=${TORCH_VENV:-.venv-torch}
+. bench/lib.sh
+# Steps per run: each run takes 5-15 s on this machine (sizes are the loops' defaults).
+LOOPS=${LOOPS:-"micrograd:600 many_nets:300 numpy_loop:3000 torch_cnn:300"}
+
+torch_python() {
+  if ! "$TORCH_VENV/bin/python" -c "import torch, numpy" 2>/dev/null; then
+    "$PYTHON" -m venv "$TORCH_VENV" && "$TORCH_VENV/bin/pip" install -q numpy torch || return 1
+  fi
+  "$TORCH_VENV/bin/pip" install -q --force-reinstall --no-deps target/wheels/neurogc-*.whl || return 1
+  echo "$TORCH_VENV/bin/python"
+}
+
+commit=$(commit_stamp)
+others=$(busiest)
+notes=bench/sweep/notes.tmp
+: >"$notes"
+for spec in $LOOPS; do
+  loop=${spec%%:*} steps=${spec#*:}
+  py=$PYTHON
+  if [ "$loop" = torch_cnn ]; then
+    if ! py=$(torch_python); then
+      echo "- torch_cnn: not run: PyTorch could not be installed into $TORCH_VENV" >>"$notes"
+      continue
+    fi
+  fi
+  rm -rf "bench/sweep/$loop.tmp"
+  "$NEUROGC" sweep --repeats "$REPEATS" --out "bench/sweep/$loop.tmp" -- \
+    "$py" -m neurogc.loops "$loop" --steps "$steps"
+  rm -rf "bench/sweep/$loop" && mv "bench/sweep/$loop.tmp" "bench/sweep/$loop"
+  echo "- $loop: \`$py -m neurogc.loops $loop --steps $steps\`, $REPEATS rounds" >>"$notes"
+done
+{
+  echo "<!-- written by bench/sweep/run.sh; do not edit -->"
+  echo
+  echo "# Training loops: the step policies swept, and the learned one against the bar"
+  echo
+  echo "- Command: \`bench/sweep/run.sh\` (\`make bench-sweep\`) · commit $commit · $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "- Other work on the machine at the start: $others"
+  cat "$notes"
+  echo
+  "$PYTHON" bench/sweep/summarize.py bench/sweep
+} >bench/sweep/RESULTS.tmp && mv bench/sweep/RESULTS.tmp bench/sweep/RESULTS.md
+rm -f "$notes"
+echo "Sweeps: bench/sweep/RESULTS.md"
