@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -291,3 +292,42 @@ def test_staggered_workers_never_collect_at_the_same_moment(tmp_path):
     assert "stagger: timer collection postponed" in reasons, reasons[:2000]
     control, _ = _staggered_run(tmp_path / "off", "periodic:40ms")
     assert _overlaps(control) > 0, control
+
+
+PREFORK = textwrap.dedent(
+    """
+    import gc, json, os, sys
+    import neurogc
+
+    neurogc.start(policy="freeze:30s", interval=0.5)
+    heap = [[i] for i in range(50_000)]  # what a preloaded app builds before it forks
+    garbage = [[] for _ in range(1000)]
+    for g in garbage:
+        g.append(g)  # cycles: collected before the freeze, not frozen
+    del garbage, g
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.write(w, json.dumps({"child_frozen": gc.get_freeze_count()}).encode())
+        os._exit(0)
+    os.waitpid(pid, 0)
+    child = json.loads(os.read(r, 1000))
+    print(json.dumps({**child, "parent_frozen": gc.get_freeze_count()}))
+    """
+)
+
+
+@pytest.mark.parametrize("recipe", ["1", "0"])
+def test_freeze_policy_freezes_in_the_parent_right_before_fork(tmp_path, recipe):
+    env = {**os.environ, "NEUROGC_PREFORK_FREEZE": recipe}
+    out = subprocess.run([sys.executable, "-c", PREFORK], env=env, capture_output=True,
+                         text=True, timeout=60, cwd=tmp_path)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    counts = json.loads(out.stdout)
+    if recipe == "1":
+        # The fork came long before the policy's 30 s warm-up: the heap was frozen for it, and
+        # the child inherits it frozen (its collections never traverse it).
+        assert counts["child_frozen"] >= 50_000, counts
+        assert counts["parent_frozen"] >= 50_000, counts
+    else:
+        assert counts["child_frozen"] < 2000 and counts["parent_frozen"] < 2000, counts

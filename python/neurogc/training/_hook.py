@@ -23,6 +23,7 @@ from array import array
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
+from .._agent import PARKED_BY_CPYTHON as _PARKED_BY_CPYTHON
 from ._policy import StepPolicy, parse_policy
 
 log = logging.getLogger("neurogc.training")
@@ -68,10 +69,6 @@ COLUMNS = (
 SCHEMA = 1
 
 _MIB = 1 << 20
-# CPython 3.12 parks the immortal objects a full collection meets in the permanent generation
-# (375 in a bare 3.12.1), so a freeze count this small is CPython's own, not a user's frozen heap;
-# unfreezing it costs nothing (the next full collection parks them again).
-_PARKED_BY_CPYTHON = 2000
 #: Above this multiple of its RSS budget the guard collects inside a step, not at its end.
 INSIDE_FACTOR = 1.5
 #: The guard's RSS-triggered collections, while RSS stays above the budget, are at least this many
@@ -239,7 +236,10 @@ class _Learned(_Brain):
       promoted objects are at least 1,000 and 5 % of the old generation; a full collection that
       freed less than a tenth of the promoted objects (beyond the young garbage it also freed, at
       the young collections' measured yield) doubles the spacing (up to 16x), one that freed more
-      resets it;
+      resets it; and in any case once the promoted objects reach a quarter of the old generation
+      (CPython's own rule for a full collection: the old generation, and memory, never grow
+      further between full collections than under the default, only the moment moves to a
+      boundary);
     - else generation 1 when the young backlog plus one step's growth reaches threshold0 (the
       young threshold at entry) times a back-off: CPython would have collected inside the next
       step. A young collection that frees less than a tenth of what it scans (everything still
@@ -259,6 +259,9 @@ class _Learned(_Brain):
     #: a full collection needs at least this many promoted objects, and this share of the old
     MIN_PROMOTED = 1000
     MIN_PROMOTED_SHARE = 0.05
+    #: CPython's rule: a full collection once the objects promoted since the last one reach this
+    #: share of the old generation (its long_lived_pending > long_lived_total / 4)
+    CPYTHON_SHARE = 0.25
 
     def __init__(self, policy: StepPolicy, threshold0: int) -> None:
         self.budget = policy.budget
@@ -270,6 +273,7 @@ class _Learned(_Brain):
         self.young_ns: float | None = None
         self.full_ns: float | None = None
         self.old = 0  # objects in the old generation after the last full collection
+        self.frozen_objects = 0  # frozen at entry: not re-scanned, but part of the heap
         self.promoted = 0  # promoted into it since
         self.since_full = 0
         self.backoff = 1
@@ -286,6 +290,12 @@ class _Learned(_Brain):
         if old_objects + collected >= self.MIN_SCANNED:
             self.full_ns = ms * 1e6 / (old_objects + collected)
 
+    def frozen(self, objects: int) -> None:
+        """The old generation was frozen after the entry collection: none of it is re-scanned,
+        but it still counts in CPython's quarter rule, as it would under the default."""
+        self.frozen_objects = objects
+        self.old = 0
+
     def observe(self, growth: int, step_ms: float) -> None:
         growth = max(0, growth)
         self.last_growth = growth
@@ -299,6 +309,15 @@ class _Learned(_Brain):
     def decide(self, step: int, count: tuple) -> _Decision | None:
         self.young_count = count[0]
         enough = max(self.MIN_PROMOTED, self.MIN_PROMOTED_SHARE * self.old)
+        heap = self.old + self.frozen_objects
+        if self.promoted >= max(self.MIN_PROMOTED, self.CPYTHON_SHARE * heap):
+            return _Decision(
+                2,
+                "collect",
+                f"learned: full: {self.promoted} objects promoted since the last, a quarter of "
+                f"the {heap} old (frozen included) or more (where CPython itself would collect)",
+                self._full_ns() * (self.old + self.promoted) / 1e6,
+            )
         if self.promoted >= enough and self.step_ms:
             rescan_ms = self._full_ns() * self.old / 1e6
             spread = rescan_ms * self.backoff / self.since_full
@@ -635,6 +654,13 @@ class Steps:
             # Counted once (O(objects)): the old generation's size, which the pauses scale with.
             self._entry["objects"] = len(gc.get_objects())
             self._brain.entry(self._entry["ms"], self._entry["collected"], self._entry["objects"])  # type: ignore[attr-defined]
+            # What the loop starts with (model, data, buffers) lives as long as the loop: frozen,
+            # full collections scan only what came after (unfrozen at exit; a freeze that was
+            # there before is left as it is, and its heap is not ours to account).
+            if gc.get_freeze_count() <= _PARKED_BY_CPYTHON:
+                gc.freeze()
+                self._froze = self._unfreeze_on_close = True
+                self._brain.frozen(gc.get_freeze_count())  # type: ignore[attr-defined]
             self._write_start_json(rss0)
         if self._guard is not None and self._guard.rss_budget is not None:
             self._watcher = threading.Thread(
