@@ -35,7 +35,7 @@ DIST_CLI := $(ZIG_CLI_DIR)/$(ZIG_TARGET)/release/neurogc
 DIST_STAMP := dist/.built
 
 
-.PHONY: setup wheel dev-cli demo test test-matrix test-slow bench-suite bench-suite-quick test-rust test-python test-python-versions test-web lint fmt bench bench-load bench-dashboard bench-models bench-soak bench-sweep clean system-packages
+.PHONY: setup wheel dev-cli demo test test-matrix test-slow bench-suite bench-suite-quick test-rust test-python test-python-versions test-web lint fmt bench bench-load bench-dashboard bench-models bench-soak bench-sweep bench-workers clean system-packages
 
 setup: system-packages $(NPM_STAMP) $(VENV)/.deps $(VENV)/.neurogc dev-cli
 
@@ -192,6 +192,12 @@ bench-soak: setup
 # (bench/sweep/RESULTS.md); installs PyTorch into .venv-torch for torch_cnn.
 bench-sweep: setup
 	bash bench/sweep/run.sh
+
+# gunicorn --preload -w 2: freezing in the master before fork (PSS/USS per worker, p99;
+# bench/workers/prefork.md) and staggered full collections (p99; bench/workers/stagger.md).
+bench-workers: setup
+	$(VPY) bench/workers/run.py prefork
+	$(VPY) bench/workers/run.py stagger
 
 # Models vs PyTorch (bench/models/RESULTS.md); installs torch into .venv-bench itself.
 bench-models: setup
