@@ -447,6 +447,7 @@ def test_lightning_callback(tmp_path):
 def test_transformers_callback(tmp_path):
     transformers = pytest.importorskip("transformers")
     torch = pytest.importorskip("torch")
+    pytest.importorskip("accelerate")  # Trainer needs it with PyTorch
 
     class Tiny(torch.nn.Module):
         def __init__(self):
