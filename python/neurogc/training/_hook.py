@@ -370,8 +370,7 @@ class _Learned(_Brain):
                 self.young_backoff = min(2 * self.young_backoff, self.max_young_backoff)
             elif share > self.HIGH_YIELD:
                 self.young_backoff = max(1, self.young_backoff // 2)
-        self.young_yield: float | None = None
-        self.young_count = 0  # the young count at the boundary being collected
+        self.young_count = 0
         self.promoted += max(0, scanned - collected)
 
 
