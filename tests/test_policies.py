@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import csv
 import gc
+import json
+import subprocess
+import sys
+import textwrap
 import time
 
 import neurogc
@@ -126,23 +130,50 @@ def test_guard_fires_on_young_generation_budget(clean_gc):
     assert gc.get_count()[0] < 20_000
 
 
-def test_guard_keeps_its_rss_budget(clean_gc):
-    """A budget is a budget: ~300 MiB of cyclic garbage with 64 KiB payloads over ~3 s, and RSS
-    stays within the budget + 10 % (a guard that re-armed above each firing let it climb 25 %
-    per firing)."""
-    base = vm_rss_bytes_self()
-    budget = base + (64 << 20)
+GUARD_BUDGET = textwrap.dedent(
+    """
+    import json, os, time
+    import neurogc
+
+    class Cyclic:
+        def __init__(self, payload):
+            self.me, self.payload = self, payload
+
+    def rss():
+        for line in open(f"/proc/{os.getpid()}/status"):
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+
+    budget = rss() + (64 << 20)
     agent = neurogc.start(f"periodic:600,rss={budget},young=100000000,check=0.05", interval=0.1)
     peak = 0
     for _ in range(300):
-        make_garbage(16, 64 << 10)
+        for _ in range(16):
+            Cyclic(bytearray(64 << 10))
         time.sleep(0.01)  # ~1 MiB per 10 ms: a check every 50 ms sees ~5 MiB more
-        peak = max(peak, vm_rss_bytes_self())
-    wait_for(lambda: agent.totals()["policy_collections"] > 0, 3, "the guard to fire")
-    assert peak <= budget * 1.1, (
-        f"RSS peaked {(peak - budget) >> 20} MiB above its budget of {budget >> 20} MiB"
+        peak = max(peak, rss())
+    deadline = time.time() + 3
+    while agent.totals()["policy_collections"] == 0 and time.time() < deadline:
+        time.sleep(0.05)
+    print(json.dumps({"budget": budget, "peak": peak,
+                      "collections": agent.totals()["policy_collections"]}))
+    """
+)
+
+
+def test_guard_keeps_its_rss_budget():
+    """A budget is a budget: ~300 MiB of cyclic garbage with 64 KiB payloads over ~3 s, and RSS
+    stays within the budget + 10 % (a guard that re-armed above each firing let it climb 25 %
+    per firing). In a fresh interpreter: RSS is the whole process's, and what the other tests of
+    this process left in its allocator moved it by tens of MiB (seen once on 3.13)."""
+    out = subprocess.run([sys.executable, "-c", GUARD_BUDGET], capture_output=True, text=True,
+                         timeout=60, check=True)  # fmt: skip
+    r = json.loads(out.stdout)
+    assert r["peak"] <= r["budget"] * 1.1, (
+        f"RSS peaked {(r['peak'] - r['budget']) >> 20} MiB above its budget of "
+        f"{r['budget'] >> 20} MiB"
     )
-    assert agent.totals()["policy_collections"] >= 2
+    assert r["collections"] >= 2
 
 
 def vm_rss_bytes_self() -> int:
