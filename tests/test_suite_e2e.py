@@ -88,8 +88,9 @@ def test_bad_input_is_a_clear_error(tmp_path, args, message):
 def test_rate_auto_finds_the_same_capacity_with_long_pauses_as_with_gc_off(tmp_path):
     """Capacity is the service's: probed under the default policy, whose full collections of
     the large heap pause it for hundreds of ms, it stays near the GC-off server's. (Judged by its
-    p99, a probe with one such pause would fail at any rate: 17 req/s was "sustained" that way.
-    Near capacity a 500 ms pause does build a queue that lifts the median, hence the margin.)"""
+    p99, a probe with one such pause would fail at any rate: 17 req/s was "sustained" that way.)
+    Within 20 %, as the issue asks: three bisection steps put two searches of one capacity within
+    9 % of each other (two steps left 19 % to quantisation alone)."""
     found = {}
     for policy in ("gc-off", "default"):
         runs = tmp_path / policy
@@ -108,7 +109,7 @@ def test_rate_auto_finds_the_same_capacity_with_long_pauses_as_with_gc_off(tmp_p
             gc = (run / "rate-search" / "default" / "gc-events.csv").read_text().splitlines()
             full = [float(r.split(",")[2]) for r in gc[1:] if r.split(",")[1] == "2"]
             assert max(full) > 100, full
-    assert 0.6 * found["gc-off"] <= found["default"] <= 1.2 * found["gc-off"], found
+    assert 0.8 * found["gc-off"] <= found["default"] <= 1.2 * found["gc-off"], found
 
 
 def test_rate_auto_probes_a_bursty_service_steadily_then_runs_it_in_bursts(tmp_path):

@@ -59,6 +59,10 @@ pub struct BenchArgs {
     /// With --rate auto: the length of each probe.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
     pub probe_time: Duration,
+    /// With --rate auto: bisection steps between the last sustained and the first failed
+    /// doubling; each halves the ratio between them (3: capacity within 2^(1/8), 9 %).
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=6))]
+    pub rate_refine: u32,
     /// With --rate auto: the load before a probed server's first probe [default: --warmup].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub rate_warmup: Option<Duration>,
@@ -114,17 +118,20 @@ fn resolve_mode(args: &BenchArgs, plan: &LoadPlan) -> Mode {
     }
 }
 
-/// Probes a capacity search is expected to take (doubling, then two bisections).
-const PROBES_EXPECTED: f64 = 8.0;
+/// Doublings a capacity search is expected to take before its bisection steps.
+const DOUBLINGS_EXPECTED: f64 = 5.0;
 
 /// How long the bench is expected to take, in seconds, from its flags: the capacity search
-/// (with `--rate auto`, estimated at 8 probes per probed policy) and every trial's start,
-/// warm-up, measurement and stop. The progress line's ETA starts from it.
+/// (with `--rate auto`, estimated at 5 doublings plus the bisection steps per probed policy)
+/// and every trial's start, warm-up, measurement and stop. The progress line's ETA starts from it.
 pub fn planned_s(args: &BenchArgs, mode: Mode, policies: usize, auto_rate: bool) -> f64 {
     let search = if auto_rate {
         let warmup = args.rate_warmup.unwrap_or(args.warmup).as_secs_f64();
         args.rate_policies.len() as f64
-            * (START_STOP_S + warmup + PROBES_EXPECTED * args.probe_time.as_secs_f64())
+            * (START_STOP_S
+                + warmup
+                + (DOUBLINGS_EXPECTED + f64::from(args.rate_refine))
+                    * args.probe_time.as_secs_f64())
     } else {
         0.0
     };
@@ -275,6 +282,7 @@ fn run_trials(
                     probe: args.probe_time,
                     warmup: args.rate_warmup.unwrap_or(args.warmup),
                     fraction: args.rate_fraction,
+                    refine: args.rate_refine,
                 },
             )?;
             eprintln!(

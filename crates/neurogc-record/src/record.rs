@@ -457,6 +457,10 @@ pub struct Probe {
     pub p99_ms: Option<f64>,
     pub failures: u64,
     pub dropped: u64,
+    /// Requests in flight at the end of each whole second of sending: a queue that grew to the
+    /// end (overload) or peaked and drained (a pause's).
+    #[serde(default)]
+    pub in_flight: Vec<u64>,
     pub sustained: bool,
     pub verdict: String,
 }

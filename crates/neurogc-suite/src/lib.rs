@@ -61,7 +61,9 @@ fn estimate_s(plan: &Plan, policies: usize) -> f64 {
         0.0
     } else {
         plan.rate_policies.len() as f64
-            * (8.0 * plan.probe.as_secs_f64() + plan.probe_warmup.as_secs_f64() + 6.0)
+            * ((5 + plan.rate_refine) as f64 * plan.probe.as_secs_f64()
+                + plan.probe_warmup.as_secs_f64()
+                + 6.0)
     };
     let seed = if plan.trains_seed_models() {
         plan.collect.as_secs_f64() + 12.0
@@ -301,6 +303,7 @@ fn bench_args(dir: &Path, python: &Path, w: &Workload, plan: &Plan) -> Result<Be
     b.rate_start = plan.rate_start;
     b.rate_policies = plan.rate_policies.clone();
     b.probe_time = plan.probe;
+    b.rate_refine = plan.rate_refine;
     b.rate_warmup = Some(plan.probe_warmup);
     b.no_report = true;
     b.dashboard.no_dashboard = true;

@@ -103,6 +103,8 @@ pub struct Plan {
     pub rate_policies: Vec<String>,
     /// The first rate probed.
     pub rate_start: f64,
+    /// Bisection steps of the capacity search (`bench --rate-refine`).
+    pub rate_refine: u32,
     pub collect: Duration,
     pub epochs: usize,
     pub fraction: f64,
@@ -137,6 +139,8 @@ impl Plan {
                 vec!["gc-off".into(), "default".into()]
             },
             rate_start: if quick { 40.0 } else { 10.0 },
+            // Quick: a capacity within 19 % instead of 9 % saves a probe and its drain.
+            rate_refine: if quick { 2 } else { 3 },
             collect: Duration::from_secs(if quick { 8 } else { 20 }),
             epochs: if quick { 10 } else { 30 },
             fraction: a.fraction,
