@@ -26,6 +26,10 @@ impl<'py, 'a> PyGc<'py, 'a> {
         })
     }
 
+    pub fn py(&self) -> Python<'py> {
+        self.gc.py()
+    }
+
     pub fn count(&self) -> Result<[i64; 3], GcError> {
         let counts: Vec<i64> = self
             .gc
@@ -99,6 +103,18 @@ impl GcControl for PyGc<'_, '_> {
             .call_method0("unfreeze")
             .map(|_| ())
             .map_err(rendered)
+    }
+
+    fn rss_bytes(&mut self) -> Option<u64> {
+        neurogc_core::process::read_rss_bytes(std::path::Path::new("/proc/self"))
+    }
+
+    fn release_free_memory(&mut self) {
+        // SAFETY: malloc_trim only walks the allocator's own free lists (under its own lock).
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        unsafe {
+            libc::malloc_trim(0);
+        }
     }
 
     fn collector(&mut self) -> Result<Collector, GcError> {

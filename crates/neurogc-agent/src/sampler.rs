@@ -210,6 +210,9 @@ impl Sampler {
         self.shared
             .policy_actions
             .fetch_add(actions.len() as u64, Ordering::Relaxed);
+        for loud in actions.iter().filter(|a| a.loud) {
+            logging::warn(gc.py(), &format!("{}: {}", loud.action, loud.reason));
+        }
         self.actions.extend(actions);
         Ok(())
     }

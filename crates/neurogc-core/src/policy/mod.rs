@@ -109,6 +109,13 @@ pub trait GcControl {
     fn collector(&mut self) -> Result<Collector, GcError> {
         Ok(Collector::Generational)
     }
+    /// The process's resident set now (right after a collection, say); `None` where unknown.
+    fn rss_bytes(&mut self) -> Option<u64> {
+        None
+    }
+    /// Hands memory the allocator keeps free back to the system (glibc's `malloc_trim`), so
+    /// that RSS after a collection shows live memory; a no-op where there is no such call.
+    fn release_free_memory(&mut self) {}
 }
 
 /// What a policy sees when it is asked to decide.
@@ -153,6 +160,8 @@ pub struct Decision {
 pub struct Action {
     pub action: String,
     pub reason: String,
+    /// A warning for the service's owner: the agent also logs it (Python's `logging`).
+    pub loud: bool,
 }
 
 impl Action {
@@ -160,6 +169,15 @@ impl Action {
         Action {
             action: action.into(),
             reason: reason.into(),
+            loud: false,
+        }
+    }
+
+    /// An action the agent also logs as a warning.
+    pub fn warning(action: impl Into<String>, reason: impl Into<String>) -> Self {
+        Action {
+            loud: true,
+            ..Action::new(action, reason)
         }
     }
 }
@@ -185,9 +203,10 @@ pub trait Policy: Send {
     }
     /// Asked without the interpreter at the ticks between samples (`gc_count` is not read):
     /// whether `tick` would act now. A policy that decides often says no cheaply, so the agent
-    /// attaches only to act.
-    fn ready(&mut self, _obs: &Observation) -> bool {
-        true
+    /// attaches only to act. By default: when the tick it asked for has come (a tick asked for
+    /// by a wrapper, such as the guard's RSS checks, is not its own).
+    fn ready(&mut self, obs: &Observation) -> bool {
+        self.next_tick().is_some_and(|t| obs.elapsed >= t)
     }
 }
 
@@ -218,6 +237,8 @@ pub(crate) mod testing {
         pub collector: Collector,
         /// How long each collection takes.
         pub pause: Duration,
+        /// What `rss_bytes` answers (after a collection).
+        pub rss: Option<u64>,
     }
 
     impl Default for RecordingGc {
@@ -228,6 +249,7 @@ pub(crate) mod testing {
                 calls: Vec::new(),
                 collector: Collector::Generational,
                 pause: Duration::ZERO,
+                rss: None,
             }
         }
     }
@@ -240,6 +262,9 @@ pub(crate) mod testing {
         }
         fn collector(&mut self) -> Result<Collector, GcError> {
             Ok(self.collector)
+        }
+        fn rss_bytes(&mut self) -> Option<u64> {
+            self.rss
         }
         fn is_enabled(&mut self) -> Result<bool, GcError> {
             Ok(self.enabled)

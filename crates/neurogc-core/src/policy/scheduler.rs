@@ -750,7 +750,7 @@ impl Scheduler {
             .is_some_and(|t| obs.elapsed < t + Duration::from_millis(300));
         if just_collected && rss > self.budget && !self.over_budget_said {
             self.over_budget_said = true;
-            return Some(Action::new(
+            return Some(Action::warning(
                 "over budget",
                 format!(
                     "live memory {} MiB exceeds the RSS budget {} MiB even after a full \
