@@ -6,6 +6,7 @@ import csv
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from conftest import get_json, wait_for
 
@@ -147,13 +148,20 @@ def test_a_planted_bootstrap_folder_is_never_used(tmp_path):
             os.chown(planted, 65534, 65534)
         else:
             os.chmod(planted, 0o777)
+        planted_text = (planted / "sitecustomize.py").read_text()
         r = neurogc(
-            "run", "--", sys.executable, "-c", "import neurogc; print(neurogc.current().policy)",
+            "run", "--", sys.executable, "-c",
+            "import neurogc, sitecustomize; print(neurogc.current().policy, sitecustomize.__file__)",
             env={**os.environ, "TMPDIR": str(tmpdir)},
         )  # fmt: skip
         assert r.returncode == 0, r.stderr
-        assert r.stdout.split() == ["default"], r.stdout
+        policy, used = r.stdout.split()
+        assert policy == "default", r.stdout
         assert not marker.exists(), "the planted sitecustomize.py ran"
+        # Not merely overwritten (root could write into the other user's folder, and its owner
+        # could swap the file back before Python reads it): the folder is not used at all.
+        assert Path(used).parent != planted, used
+        assert (planted / "sitecustomize.py").read_text() == planted_text
         if owner_is_someone_else:
             os.chown(planted, os.getuid(), os.getgid())
     # It ran from folders of its own making, its user's alone.
