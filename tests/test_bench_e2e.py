@@ -563,3 +563,56 @@ def test_demo_runs_the_three_phases_and_ends_with_the_report(tmp_path):
     # --probe-time and --rate-start reach the rate search.
     search = json.loads((bench / "rate-search.json").read_text())
     assert (search["probe_s"], search["start_rps"]) == (1.0, 80.0), search
+
+
+# A service's helper that leaves the process group: `setsid -w` (the service in a session of its
+# own, under a waiting `setsid`), or a double fork to a daemon in a new session that ignores SIGTERM.
+DAEMONIZE = """
+import os, signal, sys
+port, marker = sys.argv[1], sys.argv[2]
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(600)", marker])
+    os._exit(0)
+os.execv(sys.executable, [sys.executable, "-m", "http.server", port, "--directory", marker])
+"""
+
+
+@pytest.mark.parametrize("escape", ["setsid", "daemon"])
+def test_kill_9_leaves_no_escaped_descendant_behind(tmp_path, escape):
+    """`kill -9` of `neurogc collect --cmd` whose service has a descendant in a session of its own
+    (out of the process group, re-parented away from the service): it dies with collect too."""
+    token = tmp_path / "served"
+    token.mkdir()
+    tasks = tmp_path / "tasks.toml"
+    tasks.write_text('[[task]]\npath = "/"\n')
+    if escape == "setsid":
+        cmd = f"setsid -w {sys.executable} -m http.server {{port}} --directory {token}"
+    else:
+        script = tmp_path / "daemonize.py"
+        script.write_text(DAEMONIZE)
+        cmd = f"{sys.executable} {script} {{port}} {token}"
+    proc = subprocess.Popen(
+        [str(NEUROGC), "collect", "--cmd", cmd,
+         "--tasks", str(tasks), "--rate", "5", "--duration", "60s",
+         "--warmup", "0s", "--runs-dir", str(tmp_path / "runs"), "--no-dashboard"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+
+        def started() -> bool:
+            found = no_process_mentions(str(token))
+            escaped = "time.sleep" if escape == "daemon" else "http.server"
+            return any("http.server" in p for p in found) and any(escaped in p for p in found)
+
+        wait_for(started, 30, "the service and its escaped descendant")
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        wait_for(lambda: not no_process_mentions(str(token)), 10, "every descendant to die")
+    finally:
+        proc.kill()
+        for p in no_process_mentions(str(token)):  # a failed run leaves nothing behind either
+            os.kill(int(p.split(":")[0]), signal.SIGKILL)
