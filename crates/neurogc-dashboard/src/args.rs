@@ -44,12 +44,13 @@ pub struct DashboardArgs {
     #[arg(long, default_value_t = 20_000, value_name = "N")]
     pub max_samples: usize,
 
-    /// Servers kept at most (a batch naming more new ones is refused with 507).
+    /// Servers kept at most: a new one evicts the least recently updated (`/api/status` counts
+    /// them); only a batch naming more servers than this is refused with 507.
     #[arg(long, default_value_t = 256, value_name = "N")]
     pub max_servers: usize,
 
     /// Bytes of samples kept at most, all servers together (the oldest go first; `/api/status`
-    /// counts them).
+    /// counts them). WebSocket fan-out keeps at most a quarter of this on top.
     #[arg(long, default_value = "256M", value_name = "SIZE", value_parser = neurogc_units::parse_size)]
     pub max_bytes: u64,
 

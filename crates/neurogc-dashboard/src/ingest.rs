@@ -10,8 +10,9 @@ use std::fmt;
 
 /// Longest server name accepted (it labels chart series and cards).
 const MAX_SERVER_LEN: usize = 128;
-/// Longest text value kept (a policy's reason is a sentence, not a document).
-const MAX_TEXT_LEN: usize = 1024;
+/// Longest text value kept (a policy's reason is a sentence, not a document): longer ones are
+/// cut to it, and the cut is reported ([`Parsed::truncated`], `/api/status`).
+pub const MAX_TEXT_LEN: usize = 1024;
 
 /// A validated sample, before the store gives it a sequence number.
 #[derive(Clone, Debug, PartialEq)]
@@ -56,8 +57,40 @@ impl Rejection {
     }
 }
 
+/// A text value cut to [`MAX_TEXT_LEN`] characters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Truncated {
+    /// The sample's index in its request (0 for a single sample).
+    pub sample: usize,
+    pub field: String,
+    /// Its length before the cut, in characters.
+    pub chars: usize,
+}
+
+impl fmt::Display for Truncated {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "sample {}: field `{}`: {} characters, cut to the first {MAX_TEXT_LEN}",
+            self.sample, self.field, self.chars
+        )
+    }
+}
+
+/// A parsed request body: its samples, and the text values that were cut short.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Parsed {
+    pub samples: Vec<Incoming>,
+    pub truncated: Vec<Truncated>,
+}
+
 /// Parses a request body: one sample object, an array of samples, or `{"samples": [...]}`.
 pub fn parse_body(body: &[u8]) -> Result<Vec<Incoming>, Rejection> {
+    parse_body_noting(body).map(|p| p.samples)
+}
+
+/// [`parse_body`], also saying which text values were cut to [`MAX_TEXT_LEN`].
+pub fn parse_body_noting(body: &[u8]) -> Result<Parsed, Rejection> {
     let value: Value = serde_json::from_slice(body)
         .map_err(|e| Rejection::new(400, format!("malformed JSON: {e}")))?;
     let (items, batch) = match value {
@@ -85,20 +118,29 @@ pub fn parse_body(body: &[u8]) -> Result<Vec<Incoming>, Rejection> {
             ))
         }
     };
-    items
+    let mut truncated = Vec::new();
+    let samples = items
         .into_iter()
         .enumerate()
         .map(|(i, item)| {
-            validate(item).map_err(|e| {
+            let mut cut = Vec::new();
+            let sample = validate_noting(item, &mut cut).map_err(|e| {
                 let at = if batch {
                     format!("sample {i}: ")
                 } else {
                     String::new()
                 };
                 Rejection::new(422, format!("{at}{e}"))
-            })
+            })?;
+            truncated.extend(cut.into_iter().map(|(field, chars)| Truncated {
+                sample: i,
+                field,
+                chars,
+            }));
+            Ok(sample)
         })
-        .collect()
+        .collect::<Result<_, _>>()?;
+    Ok(Parsed { samples, truncated })
 }
 
 /// Fields a sample may carry besides `server` and `time`.
@@ -107,6 +149,14 @@ pub const MAX_FIELDS: usize = 256;
 /// Checks one sample and normalises its fields (see [`Kind`] for what each column accepts).
 /// Unknown fields are kept when numeric or boolean and dropped otherwise.
 pub fn validate(value: Value) -> Result<Incoming, SampleError> {
+    validate_noting(value, &mut Vec::new())
+}
+
+/// [`validate`], also noting each text value cut to [`MAX_TEXT_LEN`]: (field, its length).
+pub fn validate_noting(
+    value: Value,
+    truncated: &mut Vec<(String, usize)>,
+) -> Result<Incoming, SampleError> {
     let Value::Object(obj) = value else {
         return Err(SampleError {
             field: String::new(),
@@ -127,7 +177,7 @@ pub fn validate(value: Value) -> Result<Incoming, SampleError> {
             }
             n if schema::RESERVED.contains(&n) => {}
             _ => {
-                if let Some(kept) = field_value(&name, v)? {
+                if let Some(kept) = field_value(&name, v, truncated)? {
                     fields.insert(name, kept);
                 }
             }
@@ -193,7 +243,11 @@ fn timestamp(field: &str, v: Value) -> Result<f64, SampleError> {
 }
 
 /// The value to keep for one field: `Ok(None)` drops it (an unknown non-numeric field).
-fn field_value(name: &str, v: Value) -> Result<Option<Value>, SampleError> {
+fn field_value(
+    name: &str,
+    v: Value,
+    truncated: &mut Vec<(String, usize)>,
+) -> Result<Option<Value>, SampleError> {
     let wrong = |expected: &str, v: &Value| SampleError {
         field: name.into(),
         message: format!("expected {expected}, got {}", describe(v)),
@@ -207,6 +261,11 @@ fn field_value(name: &str, v: Value) -> Result<Option<Value>, SampleError> {
             None => Err(wrong("a boolean (or \"True\"/\"False\", 0/1) or null", &v)),
         },
         (Some(Kind::Text), Value::String(s)) => {
+            let chars = s.chars().count();
+            if chars <= MAX_TEXT_LEN {
+                return Ok(Some(Value::String(s)));
+            }
+            truncated.push((name.to_string(), chars));
             Ok(Some(Value::String(s.chars().take(MAX_TEXT_LEN).collect())))
         }
         (Some(Kind::Text), v) => Err(wrong("a string or null", &v)),
@@ -291,6 +350,36 @@ mod tests {
         wide.insert("one_more".into(), json!(1));
         let e = one(Value::Object(wide)).unwrap_err();
         assert!(e.message.contains("at most 256 per sample"), "{e}");
+    }
+
+    #[test]
+    fn cut_text_is_reported() {
+        let long = "x".repeat(MAX_TEXT_LEN + 5);
+        let body = json!([{"server": "a", "time": 1, "policy": "short"},
+                          {"server": "a", "time": 2, "policy_reason": long}]);
+        let parsed = parse_body_noting(body.to_string().as_bytes()).unwrap();
+        assert_eq!(
+            parsed.samples[1].fields["policy_reason"]
+                .as_str()
+                .unwrap()
+                .len(),
+            MAX_TEXT_LEN
+        );
+        assert_eq!(
+            parsed.truncated,
+            vec![Truncated {
+                sample: 1,
+                field: "policy_reason".into(),
+                chars: MAX_TEXT_LEN + 5
+            }]
+        );
+        assert!(
+            parsed.truncated[0]
+                .to_string()
+                .contains("1029 characters, cut to the first 1024"),
+            "{}",
+            parsed.truncated[0]
+        );
     }
 
     #[test]

@@ -236,10 +236,25 @@ fn ingest(
             )
         }
     })?;
-    let samples = ingest::parse_body(&body)?;
-    let accepted = store
-        .ingest(samples)
+    let parsed = ingest::parse_body_noting(&body)?;
+    let mut accepted = store
+        .ingest(parsed.samples)
         .map_err(|reason| Rejection::new(507, reason))?;
+    if !parsed.truncated.is_empty() {
+        store
+            .truncated_fields
+            .fetch_add(parsed.truncated.len() as u64, Ordering::Relaxed);
+        const SHOWN: usize = 5;
+        let more = parsed.truncated.len().saturating_sub(SHOWN);
+        accepted
+            .warnings
+            .extend(parsed.truncated.iter().take(SHOWN).map(|t| t.to_string()));
+        if more > 0 {
+            accepted
+                .warnings
+                .push(format!("… and {more} more text values cut"));
+        }
+    }
     Ok(Json(accepted).into_response())
 }
 

@@ -1,19 +1,27 @@
-//! The recent window of samples per server, and the broadcast that fans new ones out.
+//! The recent window of samples per server, and the fan-out buffer that streams new ones.
 //!
-//! Every stored sample gets a global sequence number. Numbering, storing and broadcasting happen
-//! under one lock, so the broadcast carries samples in sequence order and a subscriber that takes
-//! its history snapshot under the same lock sees every sample exactly once: the snapshot holds
-//! everything up to some `seq`, the channel everything after it. Each sample is rendered to JSON
-//! once, at ingest; WebSocket clients and `/api/history` only concatenate those strings.
+//! Every stored sample gets a global sequence number. Numbering, storing and appending to the
+//! fan-out buffer happen under one lock, so the buffer holds batches in sequence order. A WebSocket
+//! client is only a cursor (the newest `seq` it has taken): it takes the batch that starts right
+//! after its cursor from the buffer or, when the buffer no longer holds it (the client fell
+//! behind), pages what follows its cursor out of the store. Each sample is rendered to JSON once,
+//! at ingest; WebSocket clients and `/api/history` only concatenate those strings.
+//!
+//! Memory: the store keeps at most `max_bytes` of samples, and the fan-out buffer at most a
+//! quarter of that (and always the newest batch), whatever the clients do: a client that does
+//! not read holds at most the one message it is stuck sending, and ingest never waits for a
+//! client. A full server table makes room by evicting the least recently updated server.
 
 use crate::ingest::Incoming;
+use axum::extract::ws::Utf8Bytes;
 use serde::Serialize;
-use std::collections::{BTreeMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
-use tokio::sync::broadcast;
+use tokio::sync::watch;
 
 /// How much the store keeps.
 #[derive(Clone, Debug)]
@@ -23,11 +31,14 @@ pub struct StoreConfig {
     pub window_s: f64,
     /// Samples kept per server at most, whatever their times.
     pub max_per_server: usize,
-    /// Batches the broadcast buffers for a slow WebSocket client before it lags.
+    /// Batches the fan-out buffer keeps at most (its bytes are bounded too, by a quarter of
+    /// `max_bytes`); a WebSocket client further behind lags and is caught up from the store.
     pub broadcast_capacity: usize,
-    /// Servers kept at most: a batch naming more new ones than fit is refused whole.
+    /// Servers kept at most: a new server evicts the least recently updated one; only a batch
+    /// naming more servers than this is refused whole.
     pub max_servers: usize,
     /// Bytes of stored samples at most, all servers together: the oldest samples go first.
+    /// The WebSocket fan-out buffer keeps at most a quarter of this on top.
     pub max_bytes: usize,
 }
 
@@ -52,24 +63,74 @@ pub struct Stored {
     pub json: Box<str>,
 }
 
-/// What one ingest call broadcasts: its samples and the WebSocket message rendered once for all.
+/// What one ingest call streams: its `seq` range and the WebSocket message rendered once for all
+/// clients (they share its bytes).
 #[derive(Debug)]
 pub struct Batch {
-    pub samples: Vec<Arc<Stored>>,
-    pub message: Arc<str>,
+    pub first_seq: u64,
+    pub last_seq: u64,
+    pub message: Utf8Bytes,
 }
 
+/// Bytes a buffered batch costs besides its message (the batch, its `Arc`, the queue slot).
+const BATCH_OVERHEAD: usize = 128;
+
 impl Batch {
-    pub fn last_seq(&self) -> u64 {
-        self.samples.last().map_or(0, |s| s.seq)
+    fn cost(&self) -> usize {
+        self.message.len() + BATCH_OVERHEAD
     }
 }
 
-/// The result of an ingest: how many samples were stored and the first one's sequence number.
-#[derive(Clone, Copy, Debug, Serialize)]
+/// The result of an ingest: how many samples were stored and the first one's sequence number,
+/// and what else happened that the client should know (servers evicted, text cut short).
+#[derive(Clone, Debug, Serialize)]
 pub struct Accepted {
     pub accepted: usize,
     pub first_seq: u64,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// One WebSocket client's place in the stream, shared with the store so that dropping a batch
+/// from the fan-out buffer before the client took it is counted as the client lagging.
+#[derive(Debug, Default)]
+pub struct Cursor {
+    /// The newest `seq` the client has taken (to send, or sent).
+    taken: AtomicU64,
+    /// Behind the fan-out buffer, and counted in `ws_lagged`, since it last took a batch from it.
+    lagging: AtomicBool,
+}
+
+impl Cursor {
+    pub fn taken(&self) -> u64 {
+        self.taken.load(Ordering::Relaxed)
+    }
+
+    pub fn set_taken(&self, seq: u64) {
+        self.taken.store(seq, Ordering::Relaxed);
+    }
+}
+
+/// What a WebSocket client sends next ([`Store::next_after`]).
+#[derive(Debug)]
+pub enum Next {
+    /// Nothing after its cursor yet.
+    Idle,
+    /// The buffered batch that starts right after its cursor.
+    Batch(Arc<Batch>),
+    /// The fan-out buffer no longer holds what follows its cursor: it pages from the store.
+    Behind,
+}
+
+/// The stored samples right after a cursor ([`Store::page`]).
+#[derive(Debug)]
+pub struct Page {
+    /// In `seq` order.
+    pub samples: Vec<Arc<Stored>>,
+    /// The cursor after this page: every stored sample up to it is in `samples`.
+    pub end: u64,
+    /// Samples in the page's range that are no longer stored (they left the window).
+    pub lost: u64,
 }
 
 /// A `/api/history` filter.
@@ -89,16 +150,30 @@ struct ServerLog {
     samples: VecDeque<Arc<Stored>>,
     newest_time: f64,
     received: u64,
+    /// The `seq` of its newest sample (kept or not): which server was updated least recently.
+    last_seq: u64,
 }
 
 #[derive(Debug, Default)]
 struct Inner {
     servers: BTreeMap<Arc<str>, ServerLog>,
     last_seq: u64,
+    /// Samples stored since start (evicted servers' included).
+    ingested: u64,
     /// Bytes of the stored samples' JSON.
     bytes: usize,
     /// Samples dropped, oldest first, to keep within `max_bytes`.
     dropped_for_bytes: u64,
+    /// Servers evicted to make room for new ones, and the samples they still held.
+    evicted_servers: u64,
+    dropped_with_servers: u64,
+    /// Recent batches for WebSocket clients, oldest first, and their bytes.
+    fanout: VecDeque<Arc<Batch>>,
+    fanout_bytes: usize,
+    /// Batches dropped from `fanout` before every client had taken them.
+    fanout_dropped: u64,
+    /// Connected WebSocket clients.
+    clients: Vec<Arc<Cursor>>,
 }
 
 /// Per-server figures for `/api/status`.
@@ -119,7 +194,21 @@ pub struct Status {
     pub ingested: u64,
     pub rejected_requests: u64,
     pub ws_clients: u64,
+    /// Times a WebSocket client fell behind the fan-out buffer (a batch it had not taken was
+    /// dropped): it skips ahead to the store, which still holds the window.
     pub ws_lagged: u64,
+    /// WebSocket clients behind the fan-out buffer now (a client that does not read stays so).
+    pub ws_lagging_clients: usize,
+    /// Samples lagging clients never got: they left the window before the client caught up.
+    pub ws_missed: u64,
+    /// Batches dropped from the fan-out buffer before every client had taken them.
+    pub ws_dropped_batches: u64,
+    /// Clients disconnected because one message took them longer than the send timeout.
+    pub ws_disconnected_slow: u64,
+    /// Bytes the fan-out buffer holds, and its bound (a quarter of `max_bytes`; it always keeps
+    /// the newest batch, even a larger one).
+    pub ws_buffer_bytes: usize,
+    pub ws_buffer_max_bytes: usize,
     pub window_s: f64,
     pub max_per_server: usize,
     pub max_servers: usize,
@@ -127,6 +216,12 @@ pub struct Status {
     /// Bytes of samples kept, and samples dropped (oldest first) to stay within `max_bytes`.
     pub bytes: usize,
     pub dropped_for_bytes: u64,
+    /// Servers evicted (least recently updated first) to make room for new ones past
+    /// `max_servers`, and the samples they still held.
+    pub evicted_servers: u64,
+    pub dropped_with_servers: u64,
+    /// Text values cut to their first 1024 characters at ingest.
+    pub truncated_fields: u64,
     /// What `--replay` is playing, or `null` when samples come only from ingest.
     pub replay: Option<ReplayStatus>,
     pub servers: Vec<ServerStatus>,
@@ -145,28 +240,39 @@ pub struct ReplayStatus {
 /// The shared state behind every route.
 pub struct Store {
     inner: Mutex<Inner>,
-    tx: broadcast::Sender<Arc<Batch>>,
+    /// The newest `seq`, to wake WebSocket clients (sending never waits).
+    newest: watch::Sender<u64>,
     config: StoreConfig,
     instance: String,
     pub(crate) rejected: AtomicU64,
     pub(crate) ws_clients: AtomicU64,
     pub(crate) ws_lagged: AtomicU64,
+    pub(crate) ws_missed: AtomicU64,
+    pub(crate) ws_disconnected_slow: AtomicU64,
+    pub(crate) truncated_fields: AtomicU64,
     replay: Mutex<Option<ReplayStatus>>,
 }
 
 impl Store {
     pub fn new(config: StoreConfig) -> Self {
-        let (tx, _) = broadcast::channel(config.broadcast_capacity.max(1));
         Store {
             inner: Mutex::default(),
-            tx,
+            newest: watch::Sender::new(0),
             config,
             instance: instance_id(),
             rejected: AtomicU64::new(0),
             ws_clients: AtomicU64::new(0),
             ws_lagged: AtomicU64::new(0),
+            ws_missed: AtomicU64::new(0),
+            ws_disconnected_slow: AtomicU64::new(0),
+            truncated_fields: AtomicU64::new(0),
             replay: Mutex::new(None),
         }
+    }
+
+    /// Bytes of batches the WebSocket fan-out buffer keeps at most (besides the newest one).
+    pub fn fanout_max_bytes(&self) -> usize {
+        self.config.max_bytes / 4
     }
 
     /// Marks the store as fed by a replay (or its end); clients are told on (re)connect.
@@ -196,8 +302,10 @@ impl Store {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Numbers, stores and broadcasts validated samples; refuses them all (naming the limit) when
-    /// they would take the store past `max_servers`.
+    /// Numbers, stores and streams validated samples. A batch naming servers the table has no
+    /// room for evicts the least recently updated other servers (their samples go with them,
+    /// and the reply says so); only a batch naming more servers than `max_servers` by itself is
+    /// refused whole (naming the limit): no eviction could make room for it.
     pub fn ingest(&self, samples: Vec<Incoming>) -> Result<Accepted, String> {
         let ingest_ms = now_ms();
         // Render outside the lock; only the numbering prefix is added under it.
@@ -208,20 +316,35 @@ impl Store {
                 (s, body)
             })
             .collect();
-        let mut inner = self.lock();
-        let new: std::collections::BTreeSet<&str> = bodies
-            .iter()
-            .map(|(s, _)| s.server.as_str())
-            .filter(|name| !inner.servers.contains_key(*name))
-            .collect();
-        if inner.servers.len() + new.len() > self.config.max_servers {
+        let named: BTreeSet<&str> = bodies.iter().map(|(s, _)| s.server.as_str()).collect();
+        if named.len() > self.config.max_servers {
             return Err(format!(
-                "{} new servers would make {}: the dashboard keeps at most {} (--max-servers)",
-                new.len(),
-                inner.servers.len() + new.len(),
+                "{} servers in one batch: the dashboard keeps at most {} (--max-servers)",
+                named.len(),
                 self.config.max_servers
             ));
         }
+        let mut inner = self.lock();
+        let new = named
+            .iter()
+            .filter(|name| !inner.servers.contains_key(**name))
+            .count();
+        let excess = (inner.servers.len() + new).saturating_sub(self.config.max_servers);
+        let mut warnings = Vec::new();
+        if excess > 0 {
+            let evicted = inner.evict_servers(excess, &named);
+            warnings.extend(evicted.iter().take(5).map(|(name, kept)| {
+                format!(
+                    "server {name:?} (the least recently updated; {kept} samples kept) was \
+                     evicted to make room: the dashboard keeps at most {} (--max-servers)",
+                    self.config.max_servers
+                )
+            }));
+            if evicted.len() > 5 {
+                warnings.push(format!("… and {} more servers evicted", evicted.len() - 5));
+            }
+        }
+        drop(named);
         let first_seq = inner.last_seq + 1;
         let mut stored = Vec::with_capacity(bodies.len());
         for (s, body) in bodies {
@@ -243,36 +366,113 @@ impl Store {
             inner.bytes -= evicted;
             stored.push(item);
         }
+        inner.ingested += stored.len() as u64;
         inner.keep_within(self.config.max_bytes);
         let accepted = stored.len();
         if accepted > 0 {
-            let message = render_message("samples", &stored, "").into();
-            // An error only means nobody is listening.
-            let _ = self.tx.send(Arc::new(Batch {
-                samples: stored,
-                message,
-            }));
+            let batch = Arc::new(Batch {
+                first_seq,
+                last_seq: inner.last_seq,
+                message: render_message("samples", &stored, "").into(),
+            });
+            drop(stored);
+            let lagged = inner.buffer(
+                batch,
+                self.fanout_max_bytes(),
+                self.config.broadcast_capacity.max(1),
+            );
+            self.ws_lagged.fetch_add(lagged, Ordering::Relaxed);
+            let last_seq = inner.last_seq;
+            drop(inner);
+            // Wakes the clients; never waits for them.
+            self.newest.send_replace(last_seq);
         }
         Ok(Accepted {
             accepted,
             first_seq,
+            warnings,
         })
     }
 
-    /// A receiver of every batch after the returned history (all kept samples, in `seq` order).
-    pub fn subscribe(&self) -> (broadcast::Receiver<Arc<Batch>>, Vec<Arc<Stored>>) {
-        let (rx, mut all) = {
-            let inner = self.lock();
-            let rx = self.tx.subscribe();
-            let all: Vec<Arc<Stored>> = inner
-                .servers
-                .values()
-                .flat_map(|log| log.samples.iter().cloned())
-                .collect();
-            (rx, all)
+    /// Registers a WebSocket client at the newest `seq`: returns its cursor (at that `seq`; a
+    /// client that resumes moves it back) and a receiver that changes on every ingest after it.
+    /// Call [`Store::unregister`] when it leaves.
+    pub fn register(&self) -> (Arc<Cursor>, watch::Receiver<u64>) {
+        let rx = self.newest.subscribe();
+        let mut inner = self.lock();
+        let cursor = Arc::new(Cursor::default());
+        cursor.set_taken(inner.last_seq);
+        inner.clients.push(cursor.clone());
+        (cursor, rx)
+    }
+
+    pub fn unregister(&self, cursor: &Arc<Cursor>) {
+        self.lock().clients.retain(|c| !Arc::ptr_eq(c, cursor));
+    }
+
+    /// What the client at `cursor` sends next. Taking a batch moves the cursor past it and
+    /// clears its lag; finding itself behind counts a lag (unless already counted).
+    pub fn next_after(&self, cursor: &Cursor) -> Next {
+        let taken = cursor.taken();
+        let inner = self.lock();
+        if taken >= inner.last_seq {
+            return Next::Idle;
+        }
+        let i = inner.fanout.partition_point(|b| b.first_seq <= taken);
+        match inner.fanout.get(i) {
+            Some(b) if b.first_seq == taken + 1 => {
+                cursor.set_taken(b.last_seq);
+                cursor.lagging.store(false, Ordering::Relaxed);
+                Next::Batch(b.clone())
+            }
+            _ => {
+                if !cursor.lagging.swap(true, Ordering::Relaxed) {
+                    self.ws_lagged.fetch_add(1, Ordering::Relaxed);
+                }
+                Next::Behind
+            }
+        }
+    }
+
+    /// The oldest stored samples with `after < seq <= upto`: at most `max_samples` of them and
+    /// about `max_bytes` of JSON (at least one sample).
+    pub fn page(&self, after: u64, upto: u64, max_samples: usize, max_bytes: usize) -> Page {
+        let inner = self.lock();
+        let upto = upto.min(inner.last_seq).max(after);
+        // Each server's samples are in `seq` order: merge them from where each passes `after`.
+        let logs: Vec<&VecDeque<Arc<Stored>>> =
+            inner.servers.values().map(|l| &l.samples).collect();
+        let mut heads = BinaryHeap::new();
+        for (i, log) in logs.iter().enumerate() {
+            let at = log.partition_point(|s| s.seq <= after);
+            if let Some(s) = log.get(at) {
+                heads.push(Reverse((s.seq, i, at)));
+            }
+        }
+        let mut samples: Vec<Arc<Stored>> = Vec::new();
+        let mut bytes = 0;
+        let mut full = false;
+        while let Some(Reverse((seq, i, at))) = heads.pop() {
+            if seq > upto {
+                break;
+            }
+            if samples.len() >= max_samples.max(1) || (bytes >= max_bytes && !samples.is_empty()) {
+                full = true;
+                break;
+            }
+            let s = &logs[i][at];
+            bytes += s.json.len();
+            samples.push(s.clone());
+            if let Some(next) = logs[i].get(at + 1) {
+                heads.push(Reverse((next.seq, i, at + 1)));
+            }
+        }
+        let end = match samples.last() {
+            Some(s) if full => s.seq,
+            _ => upto,
         };
-        all.sort_unstable_by_key(|s| s.seq);
-        (rx, all)
+        let lost = end - after - samples.len() as u64;
+        Page { samples, end, lost }
     }
 
     /// Kept samples matching `q`, in `seq` order.
@@ -309,6 +509,15 @@ impl Store {
 
     pub fn status(&self) -> Status {
         let inner = self.lock();
+        let oldest_buffered = inner
+            .fanout
+            .front()
+            .map_or(inner.last_seq + 1, |b| b.first_seq);
+        let ws_lagging_clients = inner
+            .clients
+            .iter()
+            .filter(|c| c.taken() + 1 < oldest_buffered)
+            .count();
         let servers = inner
             .servers
             .iter()
@@ -323,16 +532,25 @@ impl Store {
         Status {
             instance: self.instance.clone(),
             last_seq: inner.last_seq,
-            ingested: inner.servers.values().map(|l| l.received).sum(),
+            ingested: inner.ingested,
             rejected_requests: self.rejected.load(Ordering::Relaxed),
             ws_clients: self.ws_clients.load(Ordering::Relaxed),
             ws_lagged: self.ws_lagged.load(Ordering::Relaxed),
+            ws_lagging_clients,
+            ws_missed: self.ws_missed.load(Ordering::Relaxed),
+            ws_dropped_batches: inner.fanout_dropped,
+            ws_disconnected_slow: self.ws_disconnected_slow.load(Ordering::Relaxed),
+            ws_buffer_bytes: inner.fanout_bytes,
+            ws_buffer_max_bytes: self.fanout_max_bytes(),
             window_s: self.config.window_s,
             max_per_server: self.config.max_per_server,
             max_servers: self.config.max_servers,
             max_bytes: self.config.max_bytes,
             bytes: inner.bytes,
             dropped_for_bytes: inner.dropped_for_bytes,
+            evicted_servers: inner.evicted_servers,
+            dropped_with_servers: inner.dropped_with_servers,
+            truncated_fields: self.truncated_fields.load(Ordering::Relaxed),
             replay: self.replay(),
             servers,
         }
@@ -340,6 +558,53 @@ impl Store {
 }
 
 impl Inner {
+    /// Appends a batch to the fan-out buffer, then drops the oldest batches (never the newest)
+    /// past `max_bytes` or `max_batches`. Returns how many clients started lagging for it (they
+    /// had not taken a dropped batch, and were not lagging already).
+    fn buffer(&mut self, batch: Arc<Batch>, max_bytes: usize, max_batches: usize) -> u64 {
+        self.fanout_bytes += batch.cost();
+        self.fanout.push_back(batch);
+        let mut lagged = 0;
+        while self.fanout.len() > 1
+            && (self.fanout_bytes > max_bytes || self.fanout.len() > max_batches)
+        {
+            let gone = self.fanout.pop_front().expect("more than one");
+            self.fanout_bytes -= gone.cost();
+            let mut untaken = false;
+            for c in &self.clients {
+                if c.taken() < gone.last_seq {
+                    untaken = true;
+                    if !c.lagging.swap(true, Ordering::Relaxed) {
+                        lagged += 1;
+                    }
+                }
+            }
+            self.fanout_dropped += u64::from(untaken);
+        }
+        lagged
+    }
+
+    /// Evicts `n` servers not named in `keep`: those holding no samples first, then the least
+    /// recently updated. Returns their names and how many samples each held.
+    fn evict_servers(&mut self, n: usize, keep: &BTreeSet<&str>) -> Vec<(Arc<str>, usize)> {
+        let mut candidates: Vec<(bool, u64, Arc<str>)> = self
+            .servers
+            .iter()
+            .filter(|(name, _)| !keep.contains(&***name))
+            .map(|(name, log)| (!log.samples.is_empty(), log.last_seq, name.clone()))
+            .collect();
+        candidates.sort_unstable();
+        let mut evicted = Vec::with_capacity(n);
+        for (_, _, name) in candidates.into_iter().take(n) {
+            let log = self.servers.remove(&name).expect("a candidate");
+            self.bytes -= log.samples.iter().map(|s| s.json.len()).sum::<usize>();
+            self.evicted_servers += 1;
+            self.dropped_with_servers += log.samples.len() as u64;
+            evicted.push((name, log.samples.len()));
+        }
+        evicted
+    }
+
     /// Drops the oldest samples (lowest `seq`, whichever server) until the rest fit in `max`.
     fn keep_within(&mut self, max: usize) {
         while self.bytes > max {
@@ -361,6 +626,7 @@ impl ServerLog {
     /// Appends `item`, dropping what falls out of the window; returns the bytes dropped.
     fn push(&mut self, item: Arc<Stored>, config: &StoreConfig) -> usize {
         self.received += 1;
+        self.last_seq = item.seq;
         self.newest_time = if self.samples.is_empty() {
             item.time
         } else {
@@ -497,10 +763,14 @@ mod tests {
             ..StoreConfig::default()
         });
         st.ingest(vec![sample("a", 1.0), sample("b", 1.0)]).unwrap();
-        // Two more new servers than fit: the whole batch is refused, naming the limit.
-        let e = st
-            .ingest(vec![sample("a", 2.0), sample("c", 2.0), sample("d", 2.0)])
-            .unwrap_err();
+        // A batch naming more servers than the table holds: refused whole, naming the limit.
+        let four = vec![
+            sample("a", 2.0),
+            sample("c", 2.0),
+            sample("d", 2.0),
+            sample("e", 2.0),
+        ];
+        let e = st.ingest(four).unwrap_err();
         assert!(e.contains("at most 3 (--max-servers)"), "{e}");
         assert_eq!(st.history(&HistoryQuery::default()).len(), 2);
         st.ingest(vec![sample("c", 2.0)]).unwrap();
@@ -525,6 +795,59 @@ mod tests {
         let status = st.status();
         assert_eq!(status.dropped_for_bytes, 2);
         assert!(status.bytes <= 4 * one + one / 2, "{}", status.bytes);
+    }
+
+    /// A full table evicts the least recently updated server (not one the batch names) instead
+    /// of refusing new servers until a restart; the reply and `/api/status` say so.
+    #[test]
+    fn a_full_server_table_evicts_the_least_recently_updated() {
+        let st = Store::new(StoreConfig {
+            max_servers: 3,
+            ..StoreConfig::default()
+        });
+        st.ingest(vec![sample("a", 1.0), sample("b", 1.0), sample("c", 1.0)])
+            .unwrap();
+        st.ingest(vec![sample("a", 2.0)]).unwrap();
+        // b is the least recently updated: d takes its place.
+        let acc = st.ingest(vec![sample("d", 2.0)]).unwrap();
+        let names = |st: &Store| -> Vec<String> {
+            st.status().servers.into_iter().map(|s| s.name).collect()
+        };
+        assert_eq!(names(&st), vec!["a", "c", "d"]);
+        assert_eq!(acc.warnings.len(), 1, "{:?}", acc.warnings);
+        assert!(
+            acc.warnings[0].contains("server \"b\""),
+            "{:?}",
+            acc.warnings
+        );
+        // A batch naming c (the least recently updated now) keeps it: a goes instead.
+        st.ingest(vec![sample("c", 3.0), sample("e", 3.0)]).unwrap();
+        assert_eq!(names(&st), vec!["c", "d", "e"]);
+        let status = st.status();
+        assert_eq!(
+            (status.evicted_servers, status.dropped_with_servers),
+            (2, 3)
+        );
+        assert_eq!(
+            status.ingested, 7,
+            "evicted servers' samples still count as ingested"
+        );
+        let kept = st.history(&HistoryQuery::default());
+        assert_eq!(
+            status.bytes,
+            kept.iter().map(|s| s.json.len()).sum::<usize>()
+        );
+        assert!(kept.iter().all(|s| &*s.server != "a" && &*s.server != "b"));
+
+        // Hundreds of servers come and go: the table never fills up for good.
+        let st = Store::new(StoreConfig::default());
+        for i in 0..1000 {
+            st.ingest(vec![sample(&format!("s{i}"), 1.0)]).unwrap();
+        }
+        let status = st.status();
+        assert_eq!(status.servers.len(), 256);
+        assert_eq!(status.evicted_servers, 1000 - 256);
+        assert_eq!(status.servers[0].name, "s744");
     }
 
     #[test]
@@ -555,20 +878,98 @@ mod tests {
         assert_eq!(q(None, None, None, Some(2)), vec![5, 6]);
     }
 
+    fn seqs(samples: &[Arc<Stored>]) -> Vec<u64> {
+        samples.iter().map(|s| s.seq).collect()
+    }
+
     #[test]
-    fn subscriber_sees_each_sample_once() {
+    fn a_client_takes_each_batch_once_then_pages_when_behind() {
         let st = store(600.0, 100);
         st.ingest(vec![sample("a", 1.0)]).unwrap();
-        let (mut rx, hist) = st.subscribe();
+        let (cursor, _rx) = st.register();
+        assert_eq!(cursor.taken(), 1);
+        assert!(matches!(st.next_after(&cursor), Next::Idle));
         st.ingest(vec![sample("a", 2.0), sample("b", 2.0)]).unwrap();
-        assert_eq!(hist.iter().map(|s| s.seq).collect::<Vec<_>>(), vec![1]);
-        let batch = rx.try_recv().unwrap();
-        assert_eq!(
-            batch.samples.iter().map(|s| s.seq).collect::<Vec<_>>(),
-            vec![2, 3]
-        );
-        let msg: Value = serde_json::from_str(&batch.message).unwrap();
+        let Next::Batch(batch) = st.next_after(&cursor) else {
+            panic!("the batch after the cursor")
+        };
+        assert_eq!((batch.first_seq, batch.last_seq, cursor.taken()), (2, 3, 3));
+        let msg: Value = serde_json::from_str(batch.message.as_str()).unwrap();
         assert_eq!(msg["type"], json!("samples"));
         assert_eq!(msg["samples"].as_array().unwrap().len(), 2);
+        assert!(matches!(st.next_after(&cursor), Next::Idle));
+
+        // 20 more batches than the buffer keeps (16): the client lags, once, and pages.
+        for t in 0..36 {
+            st.ingest(vec![sample("a", 10.0 + f64::from(t))]).unwrap();
+        }
+        let status = st.status();
+        assert_eq!((status.ws_lagged, status.ws_lagging_clients), (1, 1));
+        assert_eq!(status.ws_dropped_batches, 20);
+        assert!(matches!(st.next_after(&cursor), Next::Behind));
+        assert_eq!(st.status().ws_lagged, 1, "one lag, counted once");
+        let page = st.page(cursor.taken(), u64::MAX, 5, usize::MAX);
+        assert_eq!(
+            (seqs(&page.samples), page.end, page.lost),
+            ((4..=8).collect(), 8, 0)
+        );
+        // Pages up to the buffer, then takes batches from it again.
+        cursor.set_taken(23);
+        let Next::Batch(batch) = st.next_after(&cursor) else {
+            panic!("buffered")
+        };
+        assert_eq!(batch.first_seq, 24);
+        assert_eq!(st.status().ws_lagging_clients, 0);
+        st.unregister(&cursor);
+        assert!(st.lock().clients.is_empty());
+    }
+
+    #[test]
+    fn the_fanout_buffer_is_bounded_in_bytes() {
+        let st = Store::new(StoreConfig {
+            max_bytes: 4 << 20,
+            ..StoreConfig::default()
+        });
+        let (_cursor, _rx) = st.register();
+        let big: Vec<Incoming> = (0..2000).map(|t| sample("a", f64::from(t))).collect();
+        for _ in 0..40 {
+            st.ingest(big.clone()).unwrap();
+        }
+        let status = st.status();
+        assert_eq!(status.ws_buffer_max_bytes, 1 << 20);
+        let newest = st.lock().fanout.back().unwrap().cost();
+        assert!(newest > 100_000, "{newest}");
+        assert!(
+            status.ws_buffer_bytes <= status.ws_buffer_max_bytes.max(newest),
+            "{} > {}",
+            status.ws_buffer_bytes,
+            status.ws_buffer_max_bytes
+        );
+        assert!(status.bytes <= 4 << 20);
+        assert_eq!(status.ws_lagged, 1);
+    }
+
+    #[test]
+    fn pages_merge_servers_in_seq_order_and_count_what_left_the_window() {
+        let st = store(100.0, 100);
+        for t in 0..10 {
+            let server = ["a", "b", "c"][t % 3];
+            st.ingest(vec![sample(server, t as f64)]).unwrap();
+        }
+        let all = st.page(0, u64::MAX, 100, usize::MAX);
+        assert_eq!(seqs(&all.samples), (1..=10).collect::<Vec<_>>());
+        assert_eq!((all.end, all.lost), (10, 0));
+        let some = st.page(2, 7, 3, usize::MAX);
+        assert_eq!((seqs(&some.samples), some.end), (vec![3, 4, 5], 5));
+        let rest = st.page(5, 7, 3, usize::MAX);
+        assert_eq!((seqs(&rest.samples), rest.end), (vec![6, 7], 7));
+        // By bytes: at least one sample, then as many as fit.
+        let one = st.page(0, u64::MAX, 100, 1);
+        assert_eq!((seqs(&one.samples), one.end), (vec![1], 1));
+        // "a" at time 200 drops a's older samples (window 100 s): 1, 4, 7 and 10 are gone.
+        st.ingest(vec![sample("a", 200.0)]).unwrap();
+        let after = st.page(0, u64::MAX, 100, usize::MAX);
+        assert_eq!(seqs(&after.samples), vec![2, 3, 5, 6, 8, 9, 11]);
+        assert_eq!((after.end, after.lost), (11, 4));
     }
 }

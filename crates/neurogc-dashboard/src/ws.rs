@@ -10,21 +10,30 @@
 //!
 //! A client that reconnects with `?resume=INSTANCE&after=SEQ` (the instance from its last hello)
 //! gets only the samples after `SEQ`; with any other instance it gets the whole history and
-//! `resumed: false`, and should drop what it had. A client too slow for the broadcast is not
-//! disconnected: it skips ahead to the store, which still holds what it missed.
+//! `resumed: false`, and should drop what it had.
+//!
+//! A client too slow for the fan-out buffer (bounded in bytes, see [`crate::store`]) is not
+//! disconnected: it skips ahead to the store, which still holds what it missed, in chunks. Each
+//! client holds at most the one message it is sending; one that takes none for 60 s (it is not
+//! reading) is disconnected. Ingest never waits for a client.
 
 use crate::server::AppState;
-use crate::store::{render_message, HistoryQuery, Store, Stored};
-use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use crate::store::{render_message, Cursor, Next, Store};
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::extract::{Query, State};
 use axum::response::Response;
 use serde::Deserialize;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use tokio::sync::broadcast::error::RecvError;
+use std::time::Duration;
 
-/// Samples per history message: keeps single messages small enough for any client.
+/// Samples per history or catch-up message: keeps single messages small enough for any client.
 const CHUNK: usize = 5_000;
+/// Bytes of samples per history or catch-up message, about: what a slow client holds at most.
+const CHUNK_BYTES: usize = 1 << 20;
+/// A client that takes longer than this to take one message is disconnected: its TCP window has
+/// been shut for that long, so it is not reading (a page that reconnects resumes where it was).
+const SEND_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Default, Deserialize)]
 pub struct WsQuery {
@@ -42,121 +51,142 @@ pub async fn handler(
     })
 }
 
-/// Counts connected clients for `/api/status`, also when a task ends by error.
-struct ClientGuard(Arc<Store>);
+/// Registers a client for `/api/status` and the fan-out buffer's lag accounting, and unregisters
+/// it also when its task ends by error.
+struct ClientGuard(Arc<Store>, Arc<Cursor>);
 
 impl Drop for ClientGuard {
     fn drop(&mut self) {
+        self.0.unregister(&self.1);
         self.0.ws_clients.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
-async fn serve_client(mut socket: WebSocket, app: AppState, q: WsQuery) -> Result<(), axum::Error> {
+/// Why a client's task ended early.
+enum Stop {
+    /// The connection failed or the client went away.
+    Gone,
+    /// One message took longer than [`SEND_TIMEOUT`].
+    TooSlow,
+}
+
+/// Sends one message, waiting at most [`SEND_TIMEOUT`] for the client to take it.
+async fn send(socket: &mut WebSocket, text: Utf8Bytes) -> Result<(), Stop> {
+    match tokio::time::timeout(SEND_TIMEOUT, socket.send(Message::Text(text))).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(_)) => Err(Stop::Gone),
+        Err(_) => Err(Stop::TooSlow),
+    }
+}
+
+async fn serve_client(socket: WebSocket, app: AppState, q: WsQuery) -> Result<(), axum::Error> {
     let store = app.store.clone();
     store.ws_clients.fetch_add(1, Ordering::Relaxed);
-    let _guard = ClientGuard(store.clone());
-    let mut shutdown = app.shutdown.clone();
+    let (cursor, newest) = store.register();
+    let _guard = ClientGuard(store.clone(), cursor.clone());
+    let mut socket = socket;
+    match stream(&mut socket, &app, &store, &cursor, newest, q).await {
+        Ok(()) => {
+            let bye = CloseFrame {
+                code: axum::extract::ws::close_code::AWAY,
+                reason: "dashboard shutting down".into(),
+            };
+            socket.send(Message::Close(Some(bye))).await
+        }
+        Err(Stop::Gone) => Ok(()),
+        Err(Stop::TooSlow) => {
+            store.ws_disconnected_slow.fetch_add(1, Ordering::Relaxed);
+            // Its TCP window is shut: a close frame would not get through either.
+            Ok(())
+        }
+    }
+}
 
-    let (mut rx, mut history) = store.subscribe();
+/// Hello, history, then live batches until shutdown (`Ok`) or the client leaves (`Err`).
+async fn stream(
+    socket: &mut WebSocket,
+    app: &AppState,
+    store: &Store,
+    cursor: &Cursor,
+    mut newest: tokio::sync::watch::Receiver<u64>,
+    q: WsQuery,
+) -> Result<(), Stop> {
+    let mut shutdown = app.shutdown.clone();
+    // The history is everything stored up to the newest `seq` at registration; live batches
+    // follow it, so a client sees every sample once.
+    let end = cursor.taken();
     let resume_after = match (&q.resume, q.after) {
         (Some(instance), Some(after)) if instance == store.instance() => Some(after),
         _ => None,
     };
-    if let Some(after) = resume_after {
-        history.retain(|s| s.seq > after);
-    }
-    let snapshot_seq = history.last().map(|s| s.seq);
-    let mut last_sent = snapshot_seq.or(resume_after).unwrap_or(0);
+    let start = resume_after.unwrap_or(0);
+    let end = end.max(start);
     let hello = serde_json::json!({
         "type": "hello",
         "instance": store.instance(),
         "resumed": resume_after.is_some(),
-        "last_seq": last_sent,
+        "last_seq": end,
         "window_s": store.config().window_s,
         "max_per_server": store.config().max_per_server,
         "replay": store.replay(),
     });
-    socket.send(Message::Text(hello.to_string().into())).await?;
-    send_chunks(&mut socket, "history", &history).await?;
-    drop(history);
-
+    send(socket, hello.to_string().into()).await?;
+    // Page the history out of the store, so a client that does not read holds one chunk, not
+    // a copy of the window. (Samples that leave the window meanwhile are not history any more.)
+    let mut at = start;
     loop {
-        tokio::select! {
-            msg = rx.recv() => match msg {
-                Ok(batch) => {
-                    if batch.last_seq() <= last_sent {
-                        continue;
-                    }
-                    let text = if batch.samples[0].seq > last_sent {
-                        batch.message.to_string()
-                    } else {
-                        let fresh: Vec<_> =
-                            batch.samples.iter().filter(|s| s.seq > last_sent).cloned().collect();
-                        render_message("samples", &fresh, "")
-                    };
-                    socket.send(Message::Text(text.into())).await?;
-                    last_sent = batch.last_seq();
-                }
-                Err(RecvError::Lagged(_)) => {
-                    store.ws_lagged.fetch_add(1, Ordering::Relaxed);
-                    last_sent = catch_up(&mut socket, &store, last_sent).await?;
-                }
-                Err(RecvError::Closed) => break,
-            },
-            incoming = socket.recv() => match incoming {
-                // Pings are answered by the library; anything else from the client is ignored.
-                Some(Ok(Message::Close(_))) | Some(Err(_)) | None => return Ok(()),
-                Some(Ok(_)) => {}
-            },
-            _ = shutdown.changed() => break,
+        let page = store.page(at, end, CHUNK, CHUNK_BYTES);
+        let done = page.end >= end;
+        let extra = format!("\"done\":{done},");
+        send(
+            socket,
+            render_message("history", &page.samples, &extra).into(),
+        )
+        .await?;
+        at = page.end;
+        if done {
+            break;
         }
     }
-    let bye = CloseFrame {
-        code: axum::extract::ws::close_code::AWAY,
-        reason: "dashboard shutting down".into(),
-    };
-    socket.send(Message::Close(Some(bye))).await
+    cursor.set_taken(end);
+
+    loop {
+        // Marks the newest `seq` seen before looking, so an ingest after the look wakes us.
+        newest.borrow_and_update();
+        loop {
+            if *shutdown.borrow() {
+                return Ok(());
+            }
+            match store.next_after(cursor) {
+                Next::Idle => break,
+                Next::Batch(batch) => send(socket, batch.message.clone()).await?,
+                Next::Behind => catch_up(socket, store, cursor).await?,
+            }
+        }
+        tokio::select! {
+            changed = newest.changed() => if changed.is_err() { return Ok(()) },
+            incoming = socket.recv() => match incoming {
+                // Pings are answered by the library; anything else from the client is ignored.
+                Some(Ok(Message::Close(_))) | Some(Err(_)) | None => return Err(Stop::Gone),
+                Some(Ok(_)) => {}
+            },
+            _ = shutdown.changed() => return Ok(()),
+        }
+    }
 }
 
-/// After a lag: sends what the store still holds after `last_sent`, says how many samples fell
-/// out of the window meanwhile, and returns the new `last_sent`.
-async fn catch_up(
-    socket: &mut WebSocket,
-    store: &Store,
-    last_sent: u64,
-) -> Result<u64, axum::Error> {
-    let (missed, newest) = store.history_and_last_seq(&HistoryQuery {
-        after_seq: Some(last_sent),
-        ..HistoryQuery::default()
-    });
-    // Everything up to `newest` is either in `missed` or already evicted from the window.
-    let lost = newest.saturating_sub(last_sent) - missed.len() as u64;
-    if lost > 0 {
-        let msg = format!("{{\"type\":\"lagged\",\"missed\":{lost}}}");
-        socket.send(Message::Text(msg.into())).await?;
+/// A client behind the fan-out buffer: sends one chunk of what the store still holds after its
+/// cursor (said first, if samples fell out of the window meanwhile) and moves the cursor past it.
+async fn catch_up(socket: &mut WebSocket, store: &Store, cursor: &Cursor) -> Result<(), Stop> {
+    let page = store.page(cursor.taken(), u64::MAX, CHUNK, CHUNK_BYTES);
+    cursor.set_taken(page.end);
+    if page.lost > 0 {
+        store.ws_missed.fetch_add(page.lost, Ordering::Relaxed);
+        let msg = format!("{{\"type\":\"lagged\",\"missed\":{}}}", page.lost);
+        send(socket, msg.into()).await?;
     }
-    for chunk in missed.chunks(CHUNK) {
-        let text = render_message("samples", chunk, "");
-        socket.send(Message::Text(text.into())).await?;
-    }
-    Ok(newest.max(last_sent))
-}
-
-async fn send_chunks(
-    socket: &mut WebSocket,
-    kind: &str,
-    samples: &[Arc<Stored>],
-) -> Result<(), axum::Error> {
-    let chunks: Vec<&[Arc<Stored>]> = if samples.is_empty() {
-        vec![&[]]
-    } else {
-        samples.chunks(CHUNK).collect()
-    };
-    let n = chunks.len();
-    for (i, chunk) in chunks.into_iter().enumerate() {
-        let extra = format!("\"done\":{},", i + 1 == n);
-        let text = render_message(kind, chunk, &extra);
-        socket.send(Message::Text(text.into())).await?;
+    if !page.samples.is_empty() {
+        send(socket, render_message("samples", &page.samples, "").into()).await?;
     }
     Ok(())
 }

@@ -268,7 +268,8 @@ proptest! {
             max_bytes,
         };
         let store = Store::new(config);
-        let (_rx, _) = store.subscribe();
+        // A client that never takes anything: the fan-out buffer stays bounded all the same.
+        let (_cursor, _newest) = store.register();
         let mut last_seq = 0;
         for batch in batches {
             let samples: Vec<Incoming> = batch
@@ -283,6 +284,7 @@ proptest! {
                 store.history(&HistoryQuery::default()).iter().map(|s| s.seq).collect()
             };
             let before = seqs();
+            let named: std::collections::BTreeSet<&str> = batch.iter().map(|b| b.0).collect();
             match store.ingest(samples) {
                 Ok(acc) => {
                     prop_assert_eq!(acc.accepted, batch.len());
@@ -291,6 +293,7 @@ proptest! {
                 }
                 Err(e) => {
                     prop_assert!(e.contains("--max-servers"), "{}", e);
+                    prop_assert!(named.len() > max_servers, "refused only when no eviction can make room");
                     prop_assert_eq!(before, seqs(), "a refused batch changes nothing");
                 }
             }
@@ -300,6 +303,9 @@ proptest! {
             prop_assert!(status.bytes <= max_bytes, "{} > {}", status.bytes, max_bytes);
             prop_assert_eq!(status.bytes, kept.iter().map(|s| s.json.len()).sum::<usize>());
             prop_assert!(status.servers.len() <= max_servers);
+            prop_assert_eq!(status.ingested, last_seq);
+            prop_assert!(status.ws_buffer_bytes <= (max_bytes / 4).max(300 * 6 + 200),
+                "fan-out buffer {} bytes", status.ws_buffer_bytes);
             prop_assert!(status.servers.iter().all(|s| s.kept <= max_per_server));
             prop_assert!(kept.windows(2).all(|w| w[0].seq < w[1].seq));
             prop_assert!(kept.iter().all(|s| serde_json::from_str::<Value>(&s.json).is_ok()));

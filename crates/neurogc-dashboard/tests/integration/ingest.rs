@@ -197,3 +197,76 @@ async fn history_window_is_bounded_per_server() {
         ]
     );
 }
+
+/// Issue 14: past `--max-servers`, a new server evicts the least recently updated one instead of
+/// getting 507 until a restart; the reply and `/api/status` say so.
+#[tokio::test]
+async fn new_servers_past_the_limit_evict_the_least_recently_updated() {
+    let srv = start(StoreConfig {
+        max_servers: 4,
+        ..StoreConfig::default()
+    })
+    .await;
+    for i in 0..40 {
+        let r = post_json(srv.addr, &sample(&format!("run{i}"), f64::from(i))).await;
+        assert_eq!(r.status, 200, "server {i}: {}", r.body);
+        let warnings = &r.json()["warnings"];
+        if i < 4 {
+            assert!(warnings.is_null(), "{}", r.body);
+        } else {
+            let evicted = format!("server \"run{}\"", i - 4);
+            assert!(
+                warnings[0].as_str().unwrap().contains(&evicted),
+                "{}",
+                r.body
+            );
+        }
+    }
+    let status = get(srv.addr, "/api/status").await.json();
+    let names: Vec<_> = status["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, vec!["run36", "run37", "run38", "run39"]);
+    assert_eq!(status["evicted_servers"], 36);
+    assert_eq!(status["dropped_with_servers"], 36);
+    assert_eq!(status["ingested"], 40);
+    // Only a batch naming more servers than the table holds is refused: nothing could make room.
+    let five: Vec<String> = (0..5).map(|i| sample(&format!("x{i}"), 1.0)).collect();
+    let r = post_json(srv.addr, &format!("[{}]", five.join(","))).await;
+    assert_eq!(r.status, 507, "{}", r.body);
+    assert!(r.reason().contains("5 servers in one batch"), "{}", r.body);
+}
+
+/// Issue 14: text cut to 1024 characters is said, in the reply and in `/api/status`.
+#[tokio::test]
+async fn text_cut_short_is_reported() {
+    let srv = start(StoreConfig::default()).await;
+    let long = "why ".repeat(300);
+    let body = json!([
+        {"server": "a", "time": 1, "policy": "default"},
+        {"server": "a", "time": 2, "policy": "default", "policy_reason": long},
+    ]);
+    let r = post_json(srv.addr, &body.to_string()).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        r.json()["warnings"],
+        json!(["sample 1: field `policy_reason`: 1200 characters, cut to the first 1024"])
+    );
+    let status = get(srv.addr, "/api/status").await.json();
+    assert_eq!(status["truncated_fields"], 1);
+    let h = get(srv.addr, "/api/history").await.json();
+    assert_eq!(
+        h["samples"][1]["policy_reason"]
+            .as_str()
+            .unwrap()
+            .chars()
+            .count(),
+        1024
+    );
+    // A reply with nothing to say has no `warnings`.
+    let r = post_json(srv.addr, &sample("a", 3.0)).await;
+    assert_eq!(r.json(), json!({"accepted": 1, "first_seq": 3}));
+}

@@ -82,7 +82,7 @@ async fn many_clients_each_get_every_sample() {
     }
 }
 
-/// A client slower than the broadcast buffer is not dropped: it is caught up from the store.
+/// A client slower than the fan-out buffer is not dropped: it is caught up from the store.
 #[tokio::test]
 async fn lagging_client_skips_ahead_without_losing_samples() {
     let srv = start(StoreConfig {
@@ -92,8 +92,8 @@ async fn lagging_client_skips_ahead_without_losing_samples() {
     .await;
     let mut ws = ws_connect(srv.addr, "").await;
     ws_hello_and_history(&mut ws).await;
-    // Ingest 200 batches without yielding: the client's task cannot run meanwhile, so its
-    // broadcast receiver overflows.
+    // Ingest 200 batches without yielding: the client's task cannot run meanwhile, so the
+    // fan-out buffer (4 batches) drops batches it has not taken.
     for t in 0..200 {
         let mut fields = Map::new();
         fields.insert("cpu".into(), json!(t));
@@ -141,4 +141,86 @@ async fn client_messages_and_pings_are_harmless() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// Issue 14: a client behind a small fan-out buffer, whose samples also left the store, is told
+/// how many it missed; `/api/status` counts the lag and the missed samples, and the client keeps
+/// streaming afterwards.
+#[tokio::test]
+async fn a_lagging_client_is_told_what_it_missed() {
+    let srv = start(StoreConfig {
+        max_per_server: 50,
+        broadcast_capacity: 4,
+        ..StoreConfig::default()
+    })
+    .await;
+    let mut ws = ws_connect(srv.addr, "").await;
+    ws_hello_and_history(&mut ws).await;
+    // 200 batches without yielding: the buffer keeps 4, the store 50.
+    for t in 0..200 {
+        let mut fields = Map::new();
+        fields.insert("cpu".into(), json!(t));
+        srv.store
+            .ingest(vec![Incoming {
+                server: "a".into(),
+                time: f64::from(t),
+                fields,
+            }])
+            .unwrap();
+    }
+    let mut got = Vec::new();
+    let mut missed = 0;
+    while got.len() as u64 + missed < 200 {
+        let m = ws_next(&mut ws).await;
+        match m["type"].as_str() {
+            Some("lagged") => missed += m["missed"].as_u64().unwrap(),
+            Some("samples") => got.extend(seqs(&m)),
+            _ => panic!("{m}"),
+        }
+    }
+    assert_eq!(missed, 150);
+    assert_eq!(got, (151..=200).collect::<Vec<u64>>());
+    let status = srv.store.status();
+    assert_eq!((status.ws_lagged, status.ws_missed), (1, 150));
+    assert_eq!(status.ws_lagging_clients, 0, "caught up");
+    post_json(srv.addr, &sample("a", 999.0)).await;
+    assert_eq!(seqs(&ws_next(&mut ws).await), vec![201]);
+}
+
+/// A client that never reads does not hold up ingest or the other clients, and `/api/status`
+/// says it is behind.
+#[tokio::test]
+async fn a_client_that_never_reads_holds_up_nobody() {
+    let srv = start(StoreConfig {
+        max_bytes: 2 << 20,
+        ..StoreConfig::default()
+    })
+    .await;
+    let stuck = ws_connect(srv.addr, "").await;
+    let mut ws = ws_connect(srv.addr, "").await;
+    ws_hello_and_history(&mut ws).await;
+    let batch: Vec<String> = (0..5000).map(|t| sample("a", f64::from(t))).collect();
+    let body = format!("[{}]", batch.join(","));
+    let mut got = 0;
+    for i in 1..=40 {
+        let r = tokio::time::timeout(Duration::from_secs(10), post_json(srv.addr, &body))
+            .await
+            .expect("ingest never waits for a client");
+        assert_eq!(r.status, 200);
+        while got < i * 5000 {
+            let m = ws_next(&mut ws).await;
+            assert_eq!(m["type"], "samples", "the reading client keeps up");
+            got += m["samples"].as_array().unwrap().len();
+        }
+    }
+    let status = srv.store.status();
+    assert_eq!(status.ws_clients, 2);
+    assert_eq!(status.ws_lagging_clients, 1, "{status:?}");
+    assert!(status.ws_lagged >= 1);
+    // A quarter of --max-bytes, or the newest batch alone (about 600 kB) when that is more.
+    assert!(
+        status.ws_buffer_bytes <= status.ws_buffer_max_bytes.max(2 * body.len()),
+        "{status:?}"
+    );
+    drop(stuck);
 }
