@@ -244,7 +244,11 @@ class _Learned(_Brain):
       young threshold at entry) times a back-off: CPython would have collected inside the next
       step. A young collection that frees less than a tenth of what it scans (everything still
       alive) doubles the back-off, up to half the guard's young budget; one that frees more than
-      half halves it.
+      half halves it. Where that cadence (without back-off) would collect at more than 1 % of
+      the boundaries, its pauses are in the step-time p99 whatever their spacing: it collects at
+      every boundary instead, one step's growth at a time (the same objects scanned, in the
+      smallest pauses; numpy_loop, a collection every ~3 steps: p99 0.64 -> 0.57 ms, GC share
+      6.7 -> 5.6 %).
     """
 
     ALPHA = 0.3
@@ -262,6 +266,9 @@ class _Learned(_Brain):
     #: CPython's rule: a full collection once the objects promoted since the last one reach this
     #: share of the old generation (its long_lived_pending > long_lived_total / 4)
     CPYTHON_SHARE = 0.25
+    #: the tail the policy keeps clear: a young cadence collecting at more than this share of the
+    #: boundaries puts its pauses into the step-time p99 anyway, so it collects every step
+    TAIL_SHARE = 0.01
 
     def __init__(self, policy: StepPolicy, threshold0: int) -> None:
         self.budget = policy.budget
@@ -334,6 +341,17 @@ class _Learned(_Brain):
         growth = max(self.growth or 0.0, float(self.last_growth))
         count0 = count[0]
         limit = self.threshold0 * self.young_backoff
+        # Spread only while young collections pay (no back-off): collecting every step would
+        # promote what a longer spacing lets die young.
+        spread = self.young_backoff == 1 and growth >= self.TAIL_SHARE * limit
+        if spread and count0 > 0:
+            return _Decision(
+                1,
+                "collect",
+                f"learned: young: every step ({growth:.0f} objects/step): at threshold {limit}, "
+                f"a collection every {limit / growth:.0f} steps would be in the p99 anyway",
+                (self.young_ns or self.DEFAULT_NS) * count0 / 1e6,
+            )
         if count0 > 0 and count0 + growth >= limit:
             backoff = (
                 f" (x{self.young_backoff}: young collections freed little)"
