@@ -192,6 +192,33 @@ def test_learned_runs_full_collections_when_graphs_die_old(tmp_path):
     assert result["gc"]["boundary_collections"][2] == len(full)
 
 
+def test_learned_spreads_a_frequent_young_cadence_over_every_step(tmp_path):
+    """~100 cyclic objects per step against threshold0 700: a collection every ~7 steps would
+    land in the step-time p99 anyway, so the policy collects one step's growth at every boundary;
+    ~1 object per step (a collection every ~700 steps) keeps the threshold's cadence."""
+
+    def run(per_step: int, steps: int, directory: Path) -> list[dict]:
+        with neurogc.training(policy="learned", directory=directory) as s:
+            for _ in range(steps):
+                for _ in range(per_step):
+                    a = []
+                    a.append(a)
+                s.step()
+        return rows_of(directory)
+
+    old = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    try:
+        busy = run(100, 40, tmp_path / "busy")
+        quiet = run(1, 40, tmp_path / "quiet")
+    finally:
+        gc.set_threshold(*old)
+    young = [r for r in busy[5:] if r["boundary_gen"] == "1"]
+    assert len(young) == len(busy[5:]), [r["reason"] for r in busy]
+    assert "would be in the p99 anyway" in young[-1]["reason"], young[-1]["reason"]
+    assert not [r for r in quiet[5:] if r["boundary_gen"]], [r["reason"] for r in quiet]
+
+
 def test_many_nets_under_the_default_pays_full_collections_inside_steps(tmp_path):
     many_nets.train(24, policy="default", directory=tmp_path, nets=8, buffer=5000, hidden=6)
     rows = rows_of(tmp_path)
