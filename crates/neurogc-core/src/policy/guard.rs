@@ -232,6 +232,13 @@ mod tests {
     use super::super::PeriodicPolicy;
     use super::*;
 
+    fn at_rss(secs: f64, mib: u64) -> Observation<'static> {
+        Observation {
+            rss_bytes: Some(mib << 20),
+            ..at(secs)
+        }
+    }
+
     fn guarded(rss_budget: Option<u64>, young: u64) -> MemoryGuard {
         MemoryGuard::new(
             Box::new(PeriodicPolicy::new(
@@ -259,10 +266,6 @@ mod tests {
         let mut gc = RecordingGc::default();
         let mut g = guarded(Some(200 << 20), 1_000_000);
         g.start(&mut gc, &at(0.0)).unwrap();
-        let at_rss = |secs: f64, mib: u64| Observation {
-            rss_bytes: Some(mib << 20),
-            ..at(secs)
-        };
         let a = g.tick(&mut gc, &at_rss(1.0, 300)).unwrap();
         assert_eq!(a.len(), 1);
         assert!(
@@ -289,10 +292,7 @@ mod tests {
         };
         let mut g = guarded(Some(200 << 20), 1_000_000);
         g.start(&mut gc, &at(0.0)).unwrap();
-        let over = |secs: f64| Observation {
-            rss_bytes: Some(300 << 20),
-            ..at(secs)
-        };
+        let over = |secs: f64| at_rss(secs, 300);
         g.tick(&mut gc, &over(1.0)).unwrap();
         // A pause of 20 ms or more: the next no sooner than 400 ms later.
         g.tick(&mut gc, &over(1.25)).unwrap();
@@ -324,16 +324,12 @@ mod tests {
         let mut g = guarded(Some(200 << 20), 1000);
         g.start(&mut gc, &at(0.0)).unwrap();
         assert_eq!(g.next_tick(), Some(Duration::from_millis(50)));
-        let rss = |secs: f64, mib: u64| Observation {
-            rss_bytes: Some(mib << 20),
-            ..at(secs)
-        };
         // Under the budget: no need for the interpreter until the young count is due.
-        assert!(!g.ready(&rss(0.05, 100)));
+        assert!(!g.ready(&at_rss(0.05, 100)));
         assert_eq!(g.next_tick(), Some(Duration::from_millis(100)));
-        assert!(!g.ready(&rss(0.1, 100)));
-        assert!(g.ready(&rss(0.15, 300)), "over the budget: collect");
-        assert!(g.ready(&rss(0.25, 100)), "the young count is due");
+        assert!(!g.ready(&at_rss(0.1, 100)));
+        assert!(g.ready(&at_rss(0.15, 300)), "over the budget: collect");
+        assert!(g.ready(&at_rss(0.25, 100)), "the young count is due");
     }
 
     #[test]
@@ -345,10 +341,7 @@ mod tests {
         };
         let mut g = guarded(Some(200 << 20), 1_000_000);
         g.start(&mut gc, &at(0.0)).unwrap();
-        let over = |secs: f64| Observation {
-            rss_bytes: Some(300 << 20),
-            ..at(secs)
-        };
+        let over = |secs: f64| at_rss(secs, 300);
         // Garbage arriving fast: each collection brings RSS back under, the next follows 50 ms
         // later although it paused 20 ms.
         g.tick(&mut gc, &over(1.0)).unwrap();

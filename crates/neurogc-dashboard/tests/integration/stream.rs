@@ -82,6 +82,22 @@ async fn many_clients_each_get_every_sample() {
     }
 }
 
+/// `n` batches of one sample each (server "a", `cpu` = its time), without yielding to the
+/// clients' tasks.
+fn ingest_one_by_one(store: &neurogc_dashboard::store::Store, n: u32) {
+    for t in 0..n {
+        let mut fields = Map::new();
+        fields.insert("cpu".into(), json!(t));
+        store
+            .ingest(vec![Incoming {
+                server: "a".into(),
+                time: f64::from(t),
+                fields,
+            }])
+            .unwrap();
+    }
+}
+
 /// A client slower than the fan-out buffer is not dropped: it is caught up from the store.
 #[tokio::test]
 async fn lagging_client_skips_ahead_without_losing_samples() {
@@ -94,17 +110,7 @@ async fn lagging_client_skips_ahead_without_losing_samples() {
     ws_hello_and_history(&mut ws).await;
     // Ingest 200 batches without yielding: the client's task cannot run meanwhile, so the
     // fan-out buffer (4 batches) drops batches it has not taken.
-    for t in 0..200 {
-        let mut fields = Map::new();
-        fields.insert("cpu".into(), json!(t));
-        srv.store
-            .ingest(vec![Incoming {
-                server: "a".into(),
-                time: f64::from(t),
-                fields,
-            }])
-            .unwrap();
-    }
+    ingest_one_by_one(&srv.store, 200);
     let mut got = Vec::new();
     while got.len() < 200 {
         let m = ws_next(&mut ws).await;
@@ -157,17 +163,7 @@ async fn a_lagging_client_is_told_what_it_missed() {
     let mut ws = ws_connect(srv.addr, "").await;
     ws_hello_and_history(&mut ws).await;
     // 200 batches without yielding: the buffer keeps 4, the store 50.
-    for t in 0..200 {
-        let mut fields = Map::new();
-        fields.insert("cpu".into(), json!(t));
-        srv.store
-            .ingest(vec![Incoming {
-                server: "a".into(),
-                time: f64::from(t),
-                fields,
-            }])
-            .unwrap();
-    }
+    ingest_one_by_one(&srv.store, 200);
     let mut got = Vec::new();
     let mut missed = 0;
     while got.len() as u64 + missed < 200 {
