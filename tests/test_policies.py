@@ -225,3 +225,14 @@ def test_live_memory_above_the_budget_is_logged_as_a_warning():
     warnings = [line for line in out.stderr.splitlines() if "over budget" in line]
     assert len(warnings) == 1, out.stderr
     assert "WARNING:neurogc:" in warnings[0] and "budget 100 MiB" in warnings[0], warnings
+
+
+def test_gc_off_says_at_start_that_nothing_bounds_memory():
+    """`gc-off` is the bound a benchmark measures against: the collector off with no guard. Run
+    by mistake in a service, it says so on the service's log at start."""
+    code = "import logging, neurogc; logging.basicConfig(); neurogc.start('gc-off').stop()"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, check=True)  # fmt: skip
+    assert "WARNING:neurogc:gc.disable(): gc-off: a measuring bound with no memory guard" in (
+        out.stderr
+    ), out.stderr

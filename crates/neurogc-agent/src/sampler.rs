@@ -210,9 +210,7 @@ impl Sampler {
         self.shared
             .policy_actions
             .fetch_add(actions.len() as u64, Ordering::Relaxed);
-        for loud in actions.iter().filter(|a| a.loud) {
-            logging::warn(gc.py(), &format!("{}: {}", loud.action, loud.reason));
-        }
+        log_loud(gc, &actions);
         self.actions.extend(actions);
         Ok(())
     }
@@ -367,7 +365,16 @@ pub fn start_policy(
         gc_count: gc.count()?,
         ..Observation::default()
     };
-    policy.start(&mut gc, &obs)
+    let actions = policy.start(&mut gc, &obs)?;
+    log_loud(&gc, &actions);
+    Ok(actions)
+}
+
+/// Logs the actions that are warnings for the service's owner (Python's `logging`).
+fn log_loud(gc: &PyGc<'_, '_>, actions: &[Action]) {
+    for loud in actions.iter().filter(|a| a.loud) {
+        logging::warn(gc.py(), &format!("{}: {}", loud.action, loud.reason));
+    }
 }
 
 /// Captures the collector's settings with the thread attached.

@@ -125,9 +125,12 @@ impl Policy for GcOffPolicy {
     }
     fn start(&mut self, gc: &mut dyn GcControl, _: &Observation) -> Result<Vec<Action>, GcError> {
         gc.set_enabled(false)?;
-        Ok(vec![Action::new(
+        // Said loudly: nothing bounds memory under it (every other policy that turns
+        // collection off carries the guard).
+        Ok(vec![Action::warning(
             "gc.disable()",
-            "gc-off: a measuring bound with no memory guard, for bounded runs only",
+            "gc-off: a measuring bound with no memory guard, for bounded runs only; not a \
+             policy for production",
         )])
     }
     fn tick(&mut self, _: &mut dyn GcControl, _: &Observation) -> Result<Vec<Action>, GcError> {
