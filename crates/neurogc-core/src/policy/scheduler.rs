@@ -181,6 +181,8 @@ pub struct Scheduler {
     /// The cadence is stretched by this factor: doubled by each due collection that paused
     /// longer than the target yet freed little ([`LOW_YIELD`]), back to 1 when one frees much.
     stretch: f64,
+    /// A collection in a quiet window could come at any moment: ticks are fast.
+    quiet_worth_watching: bool,
 }
 
 /// Objects freed per ms of pause below which a collection of the unfrozen part mostly scanned
@@ -302,6 +304,7 @@ impl Scheduler {
             probing: false,
             young: None,
             stretch: 1.0,
+            quiet_worth_watching: false,
         }
     }
 
@@ -514,6 +517,7 @@ impl Scheduler {
             let spare = obs.elapsed >= self.last_full + self.cfg.opportunistic
                 || Self::work(obs) - self.last_full_work >= self.cadence(obs) / 2.0;
             let ok = worked && spare && self.promoted(obs);
+            self.quiet_worth_watching = self.frozen && worked && obs.traffic.is_some();
             if self.frozen && ok && obs.traffic.is_some() && p >= self.cfg.quiet {
                 let plan = Plan::Collect {
                     why: "opportunistic".into(),
@@ -842,9 +846,11 @@ impl Policy for Scheduler {
         if self.observing {
             return None;
         }
-        // Fast while a need waits for its quiet window, or while a free one may come. (Ticks
-        // are times since the agent started, counted from the last time it was asked.)
-        let gap = if self.needed_since.is_some() || self.frozen {
+        // Fast while a need waits for its quiet window, or while a free one may come (work was
+        // done since the last collection, and a middleware reports the traffic). Otherwise 50 ms
+        // is soon enough for the guard and the cadence. (Ticks are times since the agent started,
+        // counted from the last time it was asked.)
+        let gap = if self.needed_since.is_some() || self.quiet_worth_watching {
             Duration::from_millis(10)
         } else {
             Duration::from_millis(50)
@@ -1297,6 +1303,11 @@ mod tests {
         s.ready(&obs(7.5, 100, None));
         s.tick(&mut gc, &obs(7.5, 100, None)).unwrap();
         assert!(s.frozen);
-        assert_eq!(s.next_tick(), Some(Duration::from_millis(7510)));
+        // Frozen, but no middleware reports traffic: no quiet window to catch.
+        assert_eq!(s.next_tick(), Some(Duration::from_millis(7550)));
+        // Requests served since the freeze: a free collection may come at any moment.
+        let arrivals = steady_arrivals();
+        assert!(!s.ready(&obs(7.6, 100, Some(busy(&arrivals)))));
+        assert_eq!(s.next_tick(), Some(Duration::from_millis(7610)));
     }
 }
