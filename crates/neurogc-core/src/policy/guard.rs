@@ -11,7 +11,9 @@
 //! above it met live memory:
 //! that is logged as a warning, once, and while RSS stays above the budget the guard's
 //! collections are paced so that their pauses take at most 5 % of the time, so live memory above
-//! the budget cannot make a collection storm.
+//! the budget cannot make a collection storm. Collections for the young count are paced the same
+//! way (a budget of a few objects checked every millisecond would otherwise collect every
+//! millisecond).
 
 use std::time::Duration;
 
@@ -39,7 +41,7 @@ impl Default for GuardConfig {
 }
 
 /// While RSS stays above the budget, RSS-triggered collections are at least this many times
-/// their own pause apart (5 % of the time).
+/// their own pause apart (5 % of the time); young-count collections always are.
 const GAP_PER_PAUSE: u32 = 20;
 
 /// How often RSS is read (without the interpreter), unless `check=` is shorter.
@@ -57,6 +59,8 @@ pub struct MemoryGuard {
     /// The last check collected because of RSS; when the next such collection may run.
     collected_last: bool,
     rss_next: Duration,
+    /// When the next young-count collection may run.
+    young_next: Duration,
     /// Reported once: live memory above the budget.
     over_said: bool,
 }
@@ -71,6 +75,7 @@ impl MemoryGuard {
             last_rss_check: Duration::ZERO,
             collected_last: false,
             rss_next: Duration::ZERO,
+            young_next: Duration::ZERO,
             over_said: false,
         }
     }
@@ -105,12 +110,15 @@ impl MemoryGuard {
         self.last_check = obs.elapsed;
         self.last_rss_check = obs.elapsed;
         let young = obs.gc_count[0];
-        if young > 0 && young as u64 > self.config.young_budget {
+        if young > 0 && young as u64 > self.config.young_budget && obs.elapsed >= self.young_next {
             let reason = format!(
                 "guard: young generation count {young} > budget {}",
                 self.config.young_budget
             );
-            return Ok(vec![collect_full(gc, Trigger::Guard, reason)?]);
+            let started = std::time::Instant::now();
+            let action = collect_full(gc, Trigger::Guard, reason)?;
+            self.young_next = obs.elapsed + started.elapsed() * GAP_PER_PAUSE;
+            return Ok(vec![action]);
         }
         let Some(rss) = obs.rss_bytes.filter(|&rss| rss > self.rss_budget) else {
             self.collected_last = false;
@@ -316,6 +324,25 @@ mod tests {
             !gc.enabled,
             "the guard collects; it does not re-enable automatic GC"
         );
+    }
+
+    #[test]
+    fn young_count_collections_are_paced_to_five_percent_of_the_time() {
+        // young=1 checked every millisecond: without pacing, a full collection every check.
+        let mut gc = RecordingGc {
+            pause: Duration::from_millis(5),
+            ..RecordingGc::default()
+        };
+        let mut g = guarded(None, 1);
+        g.start(&mut gc, &at(0.0)).unwrap();
+        for ms in 1..=200 {
+            let mut obs = at(ms as f64 / 1000.0);
+            obs.gc_count = [50, 0, 0];
+            g.tick(&mut gc, &obs).unwrap();
+        }
+        let collections = gc.calls.iter().filter(|c| *c == "collect(2)").count();
+        // 200 ms at one 5 ms pause per 100 ms or more.
+        assert!((1..=2).contains(&collections), "{collections} collections");
     }
 
     #[test]
