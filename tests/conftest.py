@@ -223,3 +223,18 @@ class Workload:
             _, err = self.process.communicate()
             raise AssertionError(f"{self.name} did not stop on SIGTERM within 20 s") from None
         return err
+
+
+def processes_mentioning(text: str) -> list[str]:
+    """The processes (other than this one) whose command line contains `text`."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or int(d.name) == os.getpid():
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmd:
+            found.append(f"{d.name}: {cmd}")
+    return found

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, free_port, get_json, wait_for
+from conftest import REPO, free_port, get_json, processes_mentioning, wait_for
 
 NEUROGC = REPO / "target" / "release" / "neurogc"
 SEED_TABLE_ROWS = [
@@ -90,20 +90,6 @@ def table_row(readme: str, name: str) -> list[str]:
         if line.startswith("|") and cells and cells[0].strip("*") == name:
             return cells
     raise AssertionError(f"no table row {name!r} in the report")
-
-
-def no_process_mentions(text: str) -> list[str]:
-    found = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit() or int(d.name) == os.getpid():
-            continue
-        try:
-            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if text in cmd:
-            found.append(f"{d.name}: {cmd}")
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -404,8 +390,8 @@ def test_interrupted_bench_stops_everything_and_keeps_what_it_measured(tmp_path)
     assert len(seconds) >= 3 and json.loads(seconds[-1])["interrupted"] is True
     assert len(csv_rows(trial_json.parent / "samples.csv")) >= 4
     assert not pid_alive(trial["pid"])
-    assert no_process_mentions(str(run)) == []
-    assert no_process_mentions(f"127.0.0.1:{trial['port']}") == []
+    assert processes_mentioning(str(run)) == []
+    assert processes_mentioning(f"127.0.0.1:{trial['port']}") == []
 
 
 def test_kill_9_leaves_no_process_behind(tmp_path):
@@ -422,12 +408,12 @@ def test_kill_9_leaves_no_process_behind(tmp_path):
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     wait_for(
-        lambda: any("http.server" in p for p in no_process_mentions(str(token))), 30, "the service"
+        lambda: any("http.server" in p for p in processes_mentioning(str(token))), 30, "the service"
     )
     time.sleep(1.0)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
-    wait_for(lambda: not no_process_mentions(str(token)), 10, "the service to die with collect")
+    wait_for(lambda: not processes_mentioning(str(token)), 10, "the service to die with collect")
     # Its run.json still says "running": the next report sees that its process is gone.
     run = only_run(tmp_path / "runs")
     assert json.loads((run / "run.json").read_text())["status"] == "running"
@@ -537,7 +523,7 @@ def test_bad_input_is_a_clear_error_within_seconds(tmp_path, args, message):
     assert message in out.stderr, out.stderr
     assert "error" in out.stderr
     assert time.monotonic() - started < 10
-    assert no_process_mentions(str(tmp_path)) == []
+    assert processes_mentioning(str(tmp_path)) == []
 
 
 def test_demo_runs_the_three_phases_and_ends_with_the_report(tmp_path):
@@ -603,7 +589,7 @@ def test_kill_9_leaves_no_escaped_descendant_behind(tmp_path, escape):
     try:
 
         def started() -> bool:
-            found = no_process_mentions(str(token))
+            found = processes_mentioning(str(token))
             escaped = "time.sleep" if escape == "daemon" else "http.server"
             return any("http.server" in p for p in found) and any(escaped in p for p in found)
 
@@ -611,8 +597,8 @@ def test_kill_9_leaves_no_escaped_descendant_behind(tmp_path, escape):
         time.sleep(1.0)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
-        wait_for(lambda: not no_process_mentions(str(token)), 10, "every descendant to die")
+        wait_for(lambda: not processes_mentioning(str(token)), 10, "every descendant to die")
     finally:
         proc.kill()
-        for p in no_process_mentions(str(token)):  # a failed run leaves nothing behind either
+        for p in processes_mentioning(str(token)):  # a failed run leaves nothing behind either
             os.kill(int(p.split(":")[0]), signal.SIGKILL)

@@ -7,9 +7,9 @@ import subprocess
 import time
 
 import pytest
-from test_bench_e2e import no_process_mentions, png_decodes
+from test_bench_e2e import png_decodes
 
-from conftest import REPO
+from conftest import REPO, processes_mentioning
 
 NEUROGC = REPO / "target" / "release" / "neurogc"
 
@@ -41,6 +41,9 @@ def test_two_workloads_by_two_policies_give_a_complete_scoreboard(tmp_path):
             assert c["cpu_ms_per_request"]["median"] > 0
             assert c["to_best"]["estimate"] > 0
         assert cells[w["best_fixed"]]["to_best"]["estimate"] == 1.0
+        # The best fixed policy keeps within the memory bound: 1.10 x the default's peak RSS.
+        assert cells["default"]["rss_to_default"] == 1.0
+        assert cells[w["best_fixed"]]["rss_to_default"] <= 1.10, cells
         # Each workload is a turns bench: two trials, one turn line per round.
         run = suite / entry["run"]
         run_info = json.loads((run / "run.json").read_text())
@@ -56,7 +59,7 @@ def test_two_workloads_by_two_policies_give_a_complete_scoreboard(tmp_path):
     assert "## Is one fixed policy best on every workload?" in readme
     assert "fixed 30 req/s" in readme
     assert png_decodes(suite / "heatmap.png")[0] > 300
-    assert no_process_mentions(str(suite)) == []
+    assert processes_mentioning(str(suite)) == []
     # Scored again from what was recorded, without running anything.
     (suite / "README.md").unlink()
     again = neurogc("suite", "--rescore", str(suite))

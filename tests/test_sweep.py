@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import csv
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
-from conftest import REPO
+from conftest import REPO, processes_mentioning, wait_for
 
 NEUROGC = REPO / "target" / "release" / "neurogc"
 DEFAULT_CONFIGS = [
@@ -146,3 +148,25 @@ def test_bad_input_is_named(tmp_path):
     assert r.returncode == 2
     assert "exited with 3" in r.stderr and "out of data" in r.stderr, r.stderr
     assert Path(tmp_path / "f" / "runs" / "01-default-r1" / "output.log").exists()
+
+
+def test_kill_9_of_the_sweep_leaves_no_process_behind(tmp_path):
+    """`kill -9` of `neurogc sweep` (no chance to clean up): the training script it runs, and a
+    process the script started, die with it."""
+    token = f"neurogc-sweep-kill-{tmp_path.name}"
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import subprocess, sys, time\n"
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', sys.argv[1]])\n"
+        "time.sleep(600)\n"
+    )
+    proc = subprocess.Popen(
+        [str(NEUROGC), "sweep", "--repeats", "1", "--out", str(tmp_path / "sweep"), "--",
+         sys.executable, str(script), token],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    wait_for(lambda: len(processes_mentioning(token)) >= 2, 30, "the script and its child")
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    wait_for(lambda: not processes_mentioning(token), 10, "the script to die with the sweep")

@@ -443,6 +443,29 @@ impl Group {
         }
     }
 
+    /// Waits until the leader has exited (and its keeper has killed what it left behind), with
+    /// the raw wait status (the keeper exits or dies as the leader did) and the resource usage
+    /// of the keeper and every process it reaped: `ru_maxrss` is the largest of them.
+    pub fn wait_with_usage(&mut self) -> io::Result<(libc::c_int, libc::rusage)> {
+        let keeper = libc::pid_t::try_from(self.keeper.id())
+            .map_err(|_| io::Error::from_raw_os_error(libc::ESRCH))?;
+        let mut status = 0;
+        // SAFETY: rusage is plain data; wait4 writes it and status for our own child.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        loop {
+            // SAFETY: pointers to live locals; the keeper is our child.
+            if unsafe { libc::wait4(keeper, &mut status, 0, &mut usage) } == keeper {
+                // Reaped: nothing is left to stop.
+                self.stopped = true;
+                return Ok((status, usage));
+            }
+            let err = io::Error::last_os_error();
+            if err.kind() != io::ErrorKind::Interrupted {
+                return Err(err);
+            }
+        }
+    }
+
     /// SIGCONT and SIGINT (graceful: flushes CSVs, runs atexit), then SIGTERM, then SIGKILL; always ends with
     /// the whole group killed so no grandchild (the demo's upstream, a worker) is left behind, and
     /// the keeper kills any descendant outside the group before it reports the exit.

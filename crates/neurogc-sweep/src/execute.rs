@@ -3,9 +3,8 @@
 //! in its own folder with its step record and its output; `sweep.json` says what ran.
 
 use std::ffi::OsString;
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
@@ -118,14 +117,9 @@ pub fn run_once(spec: &RunSpec) -> Result<Finished> {
         .with_context(|| format!("cannot create {}", spec.dir.display()))?;
     let dir = std::path::absolute(spec.dir)?;
     let log_path = dir.join(OUTPUT_LOG);
-    let log =
-        File::create(&log_path).with_context(|| format!("cannot create {}", log_path.display()))?;
     let mut command = Command::new(program);
     command
         .args(rest)
-        .stdin(Stdio::null())
-        .stdout(log.try_clone()?)
-        .stderr(log)
         .env(ENV_STEP_POLICY, spec.config)
         .env(ENV_STEPS_DIR, &dir)
         // The agent's own policy would act on the collector too: the sweep compares step
@@ -141,10 +135,14 @@ pub fn run_once(spec: &RunSpec) -> Result<Finished> {
         }
     }
     let started = Instant::now();
-    let child = command
-        .spawn()
-        .with_context(|| format!("cannot run {:?}", program))?;
-    let (status, rusage) = wait4(child.id())?;
+    // In a process group under a keeper, as bench's services are: if the sweep dies (kill -9
+    // included), the script and everything it started die with it.
+    let mut group =
+        neurogc_bench::proc::spawn_group(command, "training command", Some(&log_path), &[])
+            .with_context(|| format!("cannot run {:?}", program))?;
+    let (status, rusage) = group
+        .wait_with_usage()
+        .context("waiting for the training command")?;
     let wall_s = started.elapsed().as_secs_f64();
     let (exit_code, signal) = if libc::WIFEXITED(status) {
         (Some(libc::WEXITSTATUS(status)), None)
@@ -164,25 +162,6 @@ pub fn run_once(spec: &RunSpec) -> Result<Finished> {
         wall_s,
         peak_rss_bytes,
     })
-}
-
-/// Waits for the child `pid` (reaping it) with its resource usage.
-fn wait4(pid: u32) -> Result<(i32, libc::rusage)> {
-    let pid = libc::pid_t::try_from(pid).context("pid out of range")?;
-    let mut status = 0;
-    // SAFETY: rusage is plain data; wait4 writes it and status for our own child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: pointers to live locals.
-        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-        if r == pid {
-            return Ok((status, usage));
-        }
-        let err = std::io::Error::last_os_error();
-        if err.kind() != std::io::ErrorKind::Interrupted {
-            return Err(err).context("waiting for the training command");
-        }
-    }
 }
 
 /// The last `n` lines of a run's output, for an error message.
