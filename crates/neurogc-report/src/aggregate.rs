@@ -40,6 +40,12 @@ impl PolicyStats {
     pub fn median(&self, m: Metric) -> Option<f64> {
         self.medians.get(&m).map(|c| c.estimate)
     }
+
+    /// The largest value over the used trials (or rounds): for the peak RSS, the run's peak,
+    /// where the median is a typical round's (a policy whose memory grows peaks in its last).
+    pub fn max(&self, m: Metric) -> Option<f64> {
+        self.values.get(&m)?.iter().copied().reduce(f64::max)
+    }
 }
 
 /// How a difference is marked in the tables.

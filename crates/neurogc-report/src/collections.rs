@@ -33,6 +33,8 @@ pub struct PolicyCollections {
     pub full: usize,
     /// Of those, the ones that started with requests in flight (None: not recorded).
     pub full_met: Option<usize>,
+    /// The median number of objects a full collection freed (None: none recorded it).
+    pub full_collected: Option<f64>,
     /// Young and middle collections, and those of them that met requests.
     pub young: usize,
     pub young_met: Option<usize>,
@@ -114,6 +116,11 @@ fn of_events(label: &str, events: &[&RecordedEvent]) -> PolicyCollections {
         label: label.to_string(),
         full: full.len(),
         full_met: met(&full),
+        full_collected: med(full
+            .iter()
+            .filter_map(|e| e.collected)
+            .map(|c| c as f64)
+            .collect()),
         young: young.len(),
         young_met: met(&young),
         triggers,

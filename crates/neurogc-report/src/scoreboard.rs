@@ -9,7 +9,10 @@
 //! A policy is one of three kinds ([`Kind::of`]): a fixed recipe users apply today (`default`,
 //! `freeze`, `threshold:…`, `periodic:…`), the bound (`gc-off`: collector off, no guard; what
 //! collecting less could gain at most, on a bounded run), or a learned policy (`neurogc-seed`,
-//! `neurogc`). "Best fixed" is the fixed recipe with the lowest pooled p99.
+//! `neurogc`). "Best fixed" is the fixed recipe with the lowest pooled p99 among those whose peak
+//! RSS stays within [`RSS_BOUND`] × the default's: the memory bound the learned scheduler is held
+//! to. A recipe that buys its p99 with more memory than that (a threshold so high that no full
+//! collection comes in the window, whose garbage piles up) is named beside it, not as the best.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -93,6 +96,15 @@ pub struct Cell {
     /// Collections of the middle and old generations in its measured rounds: none means what
     /// it defers (and its pauses) fall outside the window.
     pub old_collections: Option<u64>,
+    /// The run's peak RSS (the largest of its rounds') over the default's.
+    pub rss_to_default: Option<f64>,
+}
+
+impl Cell {
+    /// Within the memory bound ([`RSS_BOUND`]); true where it cannot be told.
+    pub fn within_rss_bound(&self) -> bool {
+        self.rss_to_default.is_none_or(|r| r <= RSS_BOUND)
+    }
 }
 
 /// A median with its 95 % bootstrap interval.
@@ -131,7 +143,10 @@ pub struct WorkloadScore {
     /// The probed policy whose capacity was the lowest (the one the rate follows).
     pub capacity_limited_by: Option<String>,
     pub rate_rps: Option<f64>,
+    /// The fixed recipe with the lowest p99 within the memory bound.
     pub best_fixed: Option<String>,
+    /// The fixed recipe with the lowest p99 regardless of memory, where that is another one.
+    pub fastest_fixed: Option<String>,
     pub bound: Option<String>,
     pub cells: Vec<Cell>,
     pub story_checks: Vec<StoryCheck>,
@@ -151,6 +166,10 @@ pub struct Scoreboard {
 }
 
 const P99: f64 = 0.99;
+
+/// A fixed recipe is a candidate for the best only with a peak RSS (over the whole run) within
+/// this many times the default's.
+pub const RSS_BOUND: f64 = 1.10;
 
 /// Pooled p99 of `cand` over that of `base`.
 /// `cand`'s pooled p99 over `base`'s; significant when its interval excludes 1 and, where an
@@ -212,12 +231,24 @@ fn score_workload(w: &WorkloadRun) -> WorkloadScore {
     let p99: Vec<Option<Interval>> = units.iter().map(|u| pooled_interval(u, P99)).collect();
     let kinds = &kinds;
     let of_kind = |kind: Kind| (0..kinds.len()).filter(move |&i| kinds[i] == kind);
-    let best = of_kind(Kind::Fixed)
-        .filter_map(|i| Some((i, p99[i]?.median)))
-        .min_by(|x, y| x.1.total_cmp(&y.1))
-        .map(|(i, _)| i);
-    let bound = of_kind(Kind::Bound).next();
     let default = a.policies.iter().position(|p| p.spec == "default");
+    // The run's peak (the largest round's), not a typical round's: memory that keeps growing
+    // peaks in the last round.
+    let rss = |i: usize| a.policies[i].max(Metric::RssPeak);
+    let rss_to_default: Vec<Option<f64>> = (0..kinds.len())
+        .map(|i| Some(rss(i)? / rss(default?)?).filter(|r| r.is_finite()))
+        .collect();
+    let fixed: Vec<Candidate> = of_kind(Kind::Fixed)
+        .filter_map(|i| {
+            Some(Candidate {
+                index: i,
+                p99_ms: p99[i]?.median,
+                rss_to_default: rss_to_default[i],
+            })
+        })
+        .collect();
+    let (best, fastest) = best_and_fastest(&fixed);
+    let bound = of_kind(Kind::Bound).next();
     // The floor of the statistic scored here (the pooled p99), from an A/A run of this design.
     let p99_floor = a.floors.as_ref().and_then(|f| f.file.p99_all);
     let cells = a
@@ -244,6 +275,7 @@ fn score_workload(w: &WorkloadRun) -> WorkloadScore {
                 Some(s)
             }),
             old_collections: old_collections(a, p),
+            rss_to_default: rss_to_default[i],
         })
         .collect();
     WorkloadScore {
@@ -253,6 +285,7 @@ fn score_workload(w: &WorkloadRun) -> WorkloadScore {
         capacity_limited_by: w.run.rate_search.as_ref().map(|r| r.limited_by.clone()),
         rate_rps: w.run.rate_search.as_ref().map(|r| r.rate),
         best_fixed: best.map(|b| a.policies[b].label.clone()),
+        fastest_fixed: fastest.map(|f| a.policies[f].label.clone()),
         bound: bound.map(|b| a.policies[b].label.clone()),
         cells,
         story_checks: story_checks(w),
@@ -262,18 +295,33 @@ fn score_workload(w: &WorkloadRun) -> WorkloadScore {
     }
 }
 
-/// Where the best fixed policy collected neither older generation in its rounds, its p99 is
-/// that of a collector doing only young collections: what it defers (the garbage that reaches
-/// the older generations, and the pauses of collecting it) lies beyond the window. Said, with
-/// its memory beside the GC-off bound's.
-fn deferred_note(w: &WorkloadScore) -> Option<String> {
-    let best = w
-        .cells
-        .iter()
-        .find(|c| Some(&c.label) == w.best_fixed.as_ref())?;
-    if best.old_collections != Some(0) {
-        return None;
-    }
+/// A fixed recipe in the running for the best.
+struct Candidate {
+    index: usize,
+    p99_ms: f64,
+    rss_to_default: Option<f64>,
+}
+
+/// The best fixed recipe (the lowest p99 within the memory bound; where the peak RSS is unknown
+/// it is not held against the recipe), and the one with the lowest p99 regardless of memory
+/// where that is another: as their `index`es.
+fn best_and_fastest(fixed: &[Candidate]) -> (Option<usize>, Option<usize>) {
+    let lowest = |within_bound: bool| {
+        fixed
+            .iter()
+            .filter(|c| !within_bound || c.rss_to_default.is_none_or(|r| r <= RSS_BOUND))
+            .min_by(|x, y| x.p99_ms.total_cmp(&y.p99_ms))
+            .map(|c| c.index)
+    };
+    let best = lowest(true);
+    (best, lowest(false).filter(|&f| Some(f) != best))
+}
+
+/// Where the best fixed policy (or the fastest regardless of memory) collected neither older
+/// generation in its rounds, its p99 is that of a collector doing only young collections: what
+/// it defers (the garbage that reaches the older generations, and the pauses of collecting it)
+/// lies beyond the window. Said, with its memory beside the GC-off bound's.
+fn deferred_notes(w: &WorkloadScore) -> Vec<String> {
     let rss = |c: &Cell| c.rss_peak_mib.map(|i| format!("{:.0} MiB", i.median));
     let bound = w
         .cells
@@ -281,14 +329,49 @@ fn deferred_note(w: &WorkloadScore) -> Option<String> {
         .find(|c| Some(&c.label) == w.bound.as_ref())
         .and_then(|c| Some(format!(", the GC-off bound's {}", rss(c)?)))
         .unwrap_or_default();
+    [
+        (&w.best_fixed, "the best fixed policy"),
+        (
+            &w.fastest_fixed,
+            "the fastest fixed policy regardless of memory",
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(label, role)| {
+        let c = w.cells.iter().find(|c| Some(&c.label) == label.as_ref())?;
+        (c.old_collections == Some(0)).then(|| {
+            format!(
+                "Caveat: {role}, {}, ran no collection of generation 1 or 2 in its {} rounds: \
+                 the garbage that outlives its young collections piles up (peak RSS {}{bound}) \
+                 and the pauses of collecting it fall after the window. Its p99 here is that \
+                 of a longer run's quiet stretches, not of the whole run.",
+                c.label,
+                c.rounds,
+                rss(c).unwrap_or_else(|| "n/a".into()),
+            )
+        })
+    })
+    .collect()
+}
+
+/// Names the fixed recipe that beat the best one's p99 with more memory than the bound allows.
+fn fastest_note(w: &WorkloadScore) -> Option<String> {
+    let fastest = w
+        .cells
+        .iter()
+        .find(|c| Some(&c.label) == w.fastest_fixed.as_ref())?;
+    let p99 = fastest.p99_ms?;
     Some(format!(
-        "Caveat: the best fixed policy, {}, ran no collection of generation 1 or 2 in its {} \
-         rounds: the garbage that outlives its young collections piles up (peak RSS {}{bound}) \
-         and the pauses of collecting it fall after the window. Its p99 here is that of a \
-         longer run's quiet stretches, not of the whole run.",
-        best.label,
-        best.rounds,
-        rss(best).unwrap_or_else(|| "n/a".into()),
+        "Beyond the memory bound: {} had the lowest p99 of the fixed recipes ({} ms, {} the \
+         best fixed within the bound's) with a peak RSS {}× the default's, over the {RSS_BOUND:.2}× \
+         a recipe may take to be the best here.",
+        fastest.label,
+        num(p99.median),
+        fastest
+            .to_best
+            .as_ref()
+            .map_or_else(|| "n/a ×".into(), ratio_text),
+        fastest.rss_to_default.map_or_else(|| "n/a".into(), num),
     ))
 }
 
@@ -304,9 +387,16 @@ fn old_collections(a: &Analysis, p: &PolicyStats) -> Option<u64> {
         .map(|n| n.round() as u64)
 }
 
+/// "old-garbage": the default's full collections in the measured rounds, at least this many...
+const OLD_GARBAGE_COLLECTIONS: usize = 2;
+/// ... freeing at least this many objects each (median): garbage that died old, not the
+/// request objects in flight that the last middle collection happened to promote.
+const OLD_GARBAGE_OBJECTS: f64 = 5_000.0;
+
 /// Checks each claimed marker against what the runs recorded.
 fn story_checks(w: &WorkloadRun) -> Vec<StoryCheck> {
     let a = &w.analysis;
+    let collections = crate::collections::summarize(&w.run, a);
     let by_spec = |spec: &str| a.policies.iter().find(|p| p.spec == spec);
     let median = |p: Option<&PolicyStats>, m| p.and_then(|p| p.median(m));
     let default = by_spec("default");
@@ -337,25 +427,45 @@ fn story_checks(w: &WorkloadRun) -> Vec<StoryCheck> {
                     )
                 }
                 "old-garbage" => {
-                    let n = median(default, Metric::Gen2Count).unwrap_or(0.0);
+                    // Over the whole measured time, not per round: a full collection every
+                    // several seconds is rarer than one per turn.
+                    let full = collections.iter().find(|c| c.label == "default");
+                    let (n, freed) = full.map_or((0, None), |c| (c.full, c.full_collected));
                     (
-                        n > 0.0,
+                        n >= OLD_GARBAGE_COLLECTIONS
+                            && freed.is_some_and(|f| f >= OLD_GARBAGE_OBJECTS),
                         format!(
-                            "default: {} full collections per round, each freeing old garbage",
-                            num(n)
+                            "default: {n} full collections in the measured rounds, freeing {} \
+                             objects each (median)",
+                            freed.map_or_else(|| "n/a".into(), num)
                         ),
                     )
                 }
                 "rss-grows-when-frozen" => {
-                    let d = median(default, Metric::RssPeak);
-                    let f = median(by_spec("freeze"), Metric::RssPeak)
-                        .or(median(by_spec("gc-off"), Metric::RssPeak));
-                    match (d, f) {
-                        (Some(d), Some(f)) => (
-                            f >= 1.1 * d,
+                    // The run's peaks: growth shows in the last rounds.
+                    let d = default.and_then(|p| p.max(Metric::RssPeak));
+                    // Every freeze recipe and the collector off, each against the default.
+                    let grown: Vec<(String, f64)> = a
+                        .policies
+                        .iter()
+                        .filter(|p| {
+                            matches!(
+                                p.spec.parse::<PolicySpec>(),
+                                Ok(PolicySpec::Freeze { .. } | PolicySpec::GcOff)
+                            )
+                        })
+                        .filter_map(|p| Some((p.label.clone(), p.max(Metric::RssPeak)?)))
+                        .collect();
+                    match d {
+                        Some(d) if !grown.is_empty() => (
+                            grown.iter().any(|&(_, f)| f >= 1.1 * d),
                             format!(
-                                "peak RSS frozen/off {} MiB against default {} MiB",
-                                num(f),
+                                "the run's peak RSS {} against default {} MiB",
+                                grown
+                                    .iter()
+                                    .map(|(l, f)| format!("{l} {} MiB ({}×)", num(*f), num(f / d)))
+                                    .collect::<Vec<_>>()
+                                    .join(", "),
                                 num(d)
                             ),
                         ),
@@ -430,7 +540,10 @@ pub fn markdown(s: &Scoreboard, header: &str, heatmap: Option<&str>) -> String {
         "Each cell: the policy's p99 divided by the best fixed policy's, each the p99 of all \
          its requests over all its rounds (what its users saw over the run; a median of \
          per-round p99s would hide pauses rarer than one per round), with its 95 % bootstrap \
-         interval (rounds resampled, the same rounds for both). ★ the best fixed policy; 🔴 \
+         interval (rounds resampled, the same rounds for both). ★ the best fixed policy: the \
+         fixed recipe with the lowest p99 among those whose peak RSS over the run stays within \
+         {RSS_BOUND:.2}× the default's (the memory bound the learned scheduler is held to; a recipe \
+         beyond it is marked ‡ in the workload's table and named there); 🔴 \
          significantly worse than it (the interval excludes 1, and the ratio is beyond this \
          design's A/A floor where one was measured); 🟢 significantly better; ⚪ not \
          significantly different. The GC-off bound \
@@ -489,9 +602,14 @@ pub fn markdown(s: &Scoreboard, header: &str, heatmap: Option<&str>) -> String {
              from one service to the next.\n"
         );
         for w in &s.workloads {
+            let fastest = w
+                .fastest_fixed
+                .as_ref()
+                .map(|f| format!(" (lowest p99 regardless of memory: {f})"))
+                .unwrap_or_default();
             let _ = writeln!(
                 md,
-                "- {}: best fixed {}",
+                "- {}: best fixed {}{fastest}",
                 w.name,
                 w.best_fixed.as_deref().unwrap_or("n/a")
             );
@@ -538,7 +656,7 @@ fn workload_section(md: &mut String, w: &WorkloadScore) {
     }
     let _ = writeln!(
         md,
-        "| policy | p99 ms | p99.9 ms | peak RSS MiB | CPU ms/request | gen 1 + 2 collections | p99 / best fixed | p99 / GC-off bound |\n|---|---:|---:|---:|---:|---:|---:|---:|"
+        "| policy | p99 ms | p99.9 ms | peak RSS MiB | run's peak RSS / default's | CPU ms/request | gen 1 + 2 collections | p99 / best fixed | p99 / GC-off bound |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     for c in &w.cells {
         let name = if Some(&c.label) == w.best_fixed.as_ref() {
@@ -547,9 +665,19 @@ fn workload_section(md: &mut String, w: &WorkloadScore) {
             heading(&c.label, c.kind)
         };
         let r = |x: &Option<Ratio>| x.as_ref().map_or("n/a".into(), ratio_text);
+        let rss_ratio = c.rss_to_default.map_or_else(
+            || "n/a".into(),
+            |r| {
+                format!(
+                    "{}×{}",
+                    num(r),
+                    if c.within_rss_bound() { "" } else { " ‡" }
+                )
+            },
+        );
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {rss_ratio} | {} | {} | {} | {} |",
             cell_text(&name),
             interval_text(&c.p99_ms),
             interval_text(&c.p999_ms),
@@ -561,7 +689,7 @@ fn workload_section(md: &mut String, w: &WorkloadScore) {
         );
     }
     md.push('\n');
-    if let Some(note) = deferred_note(w) {
+    for note in fastest_note(w).into_iter().chain(deferred_notes(w)) {
         let _ = writeln!(md, "{note}\n");
     }
     let lines: Vec<&String> = w
@@ -702,6 +830,7 @@ mod tests {
             to_bound: None,
             vs_default: None,
             old_collections: old,
+            rss_to_default: Some(rss / 289.0),
         }
     }
 
@@ -713,6 +842,7 @@ mod tests {
             capacity_limited_by: None,
             rate_rps: None,
             best_fixed: Some("threshold:50000,500,1000".into()),
+            fastest_fixed: None,
             bound: Some("gc-off".into()),
             cells: vec![
                 cell("default", Kind::Fixed, Some(40), 289.0),
@@ -728,13 +858,59 @@ mod tests {
 
     #[test]
     fn a_best_policy_that_never_collected_the_older_generations_is_flagged() {
-        let note = deferred_note(&workload(Some(0))).expect("flagged");
-        assert!(note.contains("threshold:50000,500,1000"), "{note}");
+        let notes = deferred_notes(&workload(Some(0)));
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains("threshold:50000,500,1000"), "{notes:?}");
         assert!(
-            note.contains("370 MiB, the GC-off bound's 371 MiB"),
-            "{note}"
+            notes[0].contains("370 MiB, the GC-off bound's 371 MiB"),
+            "{notes:?}"
         );
-        assert_eq!(deferred_note(&workload(Some(3))), None);
-        assert_eq!(deferred_note(&workload(None)), None, "unknown is not none");
+        assert!(deferred_notes(&workload(Some(3))).is_empty());
+        assert!(
+            deferred_notes(&workload(None)).is_empty(),
+            "unknown is not none"
+        );
+    }
+
+    #[test]
+    fn the_best_fixed_policy_keeps_within_the_memory_bound() {
+        let c = |index, p99_ms, rss: Option<f64>| Candidate {
+            index,
+            p99_ms,
+            rss_to_default: rss,
+        };
+        // default 20 ms; freeze 9 ms at 1.05x; a high threshold 4 ms at 1.76x.
+        let fixed = [
+            c(0, 20.0, Some(1.0)),
+            c(1, 9.0, Some(1.05)),
+            c(2, 4.0, Some(1.76)),
+        ];
+        assert_eq!(best_and_fastest(&fixed), (Some(1), Some(2)));
+        // The fastest within the bound: no second name.
+        assert_eq!(best_and_fastest(&fixed[..2]), (Some(1), None));
+        // At the bound is within it; unknown memory is not held against a recipe.
+        assert_eq!(
+            best_and_fastest(&[c(0, 20.0, Some(1.0)), c(1, 9.0, Some(RSS_BOUND))]),
+            (Some(1), None)
+        );
+        assert_eq!(
+            best_and_fastest(&[c(0, 20.0, Some(1.0)), c(1, 9.0, None)]),
+            (Some(1), None)
+        );
+        assert_eq!(best_and_fastest(&[]), (None, None));
+    }
+
+    #[test]
+    fn a_recipe_beyond_the_memory_bound_is_named_beside_the_best() {
+        let mut w = workload(Some(0));
+        w.best_fixed = Some("default".into());
+        w.fastest_fixed = Some("threshold:50000,500,1000".into());
+        let note = fastest_note(&w).expect("named");
+        assert!(note.contains("threshold:50000,500,1000"), "{note}");
+        assert!(note.contains("1.28×"), "{note}");
+        // Both the best and the fastest are checked for deferred collections.
+        let notes = deferred_notes(&w);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains("regardless of memory"), "{notes:?}");
     }
 }

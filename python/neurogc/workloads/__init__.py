@@ -123,11 +123,12 @@ WORKLOADS: dict[str, Workload] = {
             "cycle_leak",
             "asgi",
             ("old-garbage", "rss-grows-when-frozen"),
-            """Long-lived documents (cycles between document, revisions and owner, each holding a
-            64 KiB payload) kept for about a minute before they are replaced: they die old, and
-            only a full collection gives their memory back. Under the default policy RSS stays
-            bounded; with a frozen heap the documents alive at freeze time are never freed, and
-            with the collector off nothing is: RSS grows.""",
+            """Long-lived documents (cycles between document, revisions, sections and owner, each
+            holding a 64 KiB payload), half the requests uploading one and retiring the oldest:
+            they live some seconds, die old, and only a full collection gives their memory back.
+            Under the default policy RSS stays bounded by full collections that free hundreds of
+            documents each; with a frozen heap the documents alive at freeze time are never
+            freed, and with the collector off nothing is: RSS grows.""",
         ),
         _w(
             "orm",
