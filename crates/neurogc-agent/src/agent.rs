@@ -148,6 +148,7 @@ impl NativeAgent {
             started: now,
             last_sample: now,
             actions,
+            heap_free: neurogc_core::process::HeapFree::new(Duration::from_millis(200)),
         };
         let handle = std::thread::Builder::new()
             .name("neurogc-sampler".into())

@@ -47,6 +47,8 @@ pub struct Sampler {
     pub last_counters: ProcessCounters,
     /// Actions taken since the last sample.
     pub actions: Vec<Action>,
+    /// What the allocator holds free, read at most every few hundred ms.
+    pub heap_free: neurogc_core::process::HeapFree,
 }
 
 impl Sampler {
@@ -150,6 +152,7 @@ impl Sampler {
         let detached = Observation {
             elapsed: self.started.elapsed(),
             rss_bytes: rss,
+            heap_free_bytes: self.heap_free.read(),
             traffic: self.traffic(&arrivals),
             collections: Some(self.shared.collections()),
             ..Observation::default()
@@ -331,6 +334,7 @@ impl Sampler {
         let obs = Observation {
             elapsed: self.started.elapsed(),
             rss_bytes: sample.rss_bytes,
+            heap_free_bytes: self.heap_free.read(),
             gc_count: sample.gc_count,
             collections: Some(self.shared.collections()),
             sample: Some(sample),
@@ -362,6 +366,7 @@ pub fn start_policy(
     let obs = Observation {
         elapsed: Duration::ZERO,
         rss_bytes: reader.read().rss_bytes,
+        heap_free_bytes: neurogc_core::process::malloc_free_bytes(),
         gc_count: gc.count()?,
         ..Observation::default()
     };

@@ -124,6 +124,9 @@ pub struct Observation<'a> {
     /// Time since the agent started.
     pub elapsed: Duration,
     pub rss_bytes: Option<u64>,
+    /// Memory the C allocator holds free within the RSS (see
+    /// [`crate::process::malloc_free_bytes`]); `None` where unknown.
+    pub heap_free_bytes: Option<u64>,
     /// `gc.get_count()` (zeros when a policy is asked before attaching, see [`Policy::ready`]).
     pub gc_count: [i64; 3],
     /// Collections finished per generation since the agent started, counted by its GC callback
@@ -133,6 +136,16 @@ pub struct Observation<'a> {
     pub sample: Option<&'a crate::sample::Sample>,
     /// Requests in flight and recent arrivals (None where no middleware counts them).
     pub traffic: Option<crate::traffic::Traffic<'a>>,
+}
+
+impl Observation<'_> {
+    /// The memory the process's heap uses: RSS less what the allocator holds free (freed memory
+    /// glibc keeps, which the next allocations reuse before RSS grows); RSS where that is
+    /// unknown. It falls after a collection that freed memory, where RSS stays at its peak.
+    pub fn in_use_bytes(&self) -> Option<u64> {
+        self.rss_bytes
+            .map(|rss| rss.saturating_sub(self.heap_free_bytes.unwrap_or(0)))
+    }
 }
 
 /// How the running interpreter collects, which decides what a policy can control safely.
@@ -296,6 +309,7 @@ pub(crate) mod testing {
         Observation {
             elapsed: Duration::from_secs_f64(secs),
             rss_bytes: Some(100 << 20),
+            heap_free_bytes: None,
             gc_count: [0, 0, 0],
             collections: None,
             sample: None,

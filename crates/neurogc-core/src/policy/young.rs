@@ -15,7 +15,10 @@
 //! pause fell by a tenth or more: the mean young pause, or the mean full pause where the
 //! scheduler says its full collections meet enough requests to be in the p99 (where they do not,
 //! a larger threshold can only lengthen the young pauses, which then are the p99). Otherwise it
-//! goes back and stops climbing. A window lasts until it holds [`Window::MIN_FULL`] full and
+//! goes back and stops climbing. A larger threshold holds more young garbage at a time: a trial
+//! whose peak memory in use exceeds the base window's by more than [`MEMORY_SHARE`] is not kept
+//! either, whatever it gains (the scheduler keeps memory within a tenth of the live heap).
+//! A window lasts until it holds [`Window::MIN_FULL`] full and
 //! [`Window::MIN_YOUNG`] young collections, counted from the samples' GC statistics (or
 //! [`Window::MAX_SECONDS`] of samples: counts, not seconds, because a stopped or idle service
 //! makes no garbage).
@@ -35,8 +38,10 @@ pub enum YoungThreshold {
 pub const MAX_THRESHOLD: u64 = 100_000;
 /// Each trial multiplies threshold0 by this.
 const STEP: u64 = 4;
-/// A trial is kept when the largest frequent pause falls at least this much.
+/// A trial is kept when the largest frequent pause falls at least this much...
 const GAIN: f64 = 0.9;
+/// ... and its peak memory in use grows by at most this share of the base window's.
+pub const MEMORY_SHARE: f64 = 0.05;
 
 /// GC statistics summed over a window of samples.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -47,6 +52,8 @@ pub struct Window {
     pub young_ms: f64,
     pub full_count: u64,
     pub full_ms: f64,
+    /// The largest memory in use (bytes) at the window's samples; 0 where unknown.
+    pub in_use_peak: f64,
 }
 
 impl Window {
@@ -55,8 +62,14 @@ impl Window {
     pub const MAX_SECONDS: f64 = 30.0;
 
     /// One sample's: its interval, the work done in it, its per-generation collection counts
-    /// and pause sums.
-    pub fn of_sample(seconds: f64, work: f64, collections: [u64; 3], pause_ms: [f64; 3]) -> Self {
+    /// and pause sums, and the memory in use at its end.
+    pub fn of_sample(
+        seconds: f64,
+        work: f64,
+        collections: [u64; 3],
+        pause_ms: [f64; 3],
+        in_use: Option<u64>,
+    ) -> Self {
         Window {
             seconds,
             work,
@@ -64,6 +77,7 @@ impl Window {
             young_ms: pause_ms[0] + pause_ms[1],
             full_count: collections[2],
             full_ms: pause_ms[2],
+            in_use_peak: in_use.map_or(0.0, |b| b as f64),
         }
     }
 
@@ -74,6 +88,15 @@ impl Window {
         self.young_ms += w.young_ms;
         self.full_count += w.full_count;
         self.full_ms += w.full_ms;
+        self.in_use_peak = self.in_use_peak.max(w.in_use_peak);
+    }
+
+    /// Its peak memory in use grew past the base window's by more than [`MEMORY_SHARE`] (never,
+    /// where either is unknown).
+    fn costs_memory_against(&self, base: &Window) -> bool {
+        base.in_use_peak > 0.0
+            && self.in_use_peak > 0.0
+            && self.in_use_peak > base.in_use_peak * (1.0 + MEMORY_SHARE)
     }
 
     fn complete(&self) -> bool {
@@ -175,7 +198,8 @@ impl YoungTuner {
             }
             Phase::Trial { from, base } => {
                 let (before, after) = (base.largest(full_in_tail), done.largest(full_in_tail));
-                if after <= GAIN * before {
+                let memory = done.costs_memory_against(&base);
+                if after <= GAIN * before && !memory {
                     // Kept; its window is the base of the next trial.
                     let kept = self.threshold0;
                     let why = format!(
@@ -196,10 +220,20 @@ impl YoungTuner {
                 }
                 self.phase = Phase::Settled;
                 self.threshold0 = from;
+                let reason = if memory {
+                    format!(
+                        "memory in use peaked at {} MiB against {} MiB, over {:.0} % more",
+                        done.in_use_peak as u64 >> 20,
+                        base.in_use_peak as u64 >> 20,
+                        MEMORY_SHARE * 100.0
+                    )
+                } else {
+                    format!("the largest frequent pause is {after:.2} ms against {before:.2} ms")
+                };
                 Some(Change {
                     threshold0: from,
                     why: format!(
-                        "young threshold back to {from}: the largest frequent pause is {after:.2} ms against {before:.2} ms ({}; {})",
+                        "young threshold back to {from}: {reason} ({}; {})",
                         done.describe(from * STEP),
                         base.describe(from)
                     ),
@@ -240,6 +274,27 @@ mod tests {
         full_ms: f64,
         full_in_tail: bool,
     ) -> Vec<Change> {
+        feed_in_use(
+            t,
+            seconds,
+            young_per_s,
+            young_ms,
+            full_ms,
+            full_in_tail,
+            0.0,
+        )
+    }
+
+    /// As [`feed`], the memory in use at each sample `in_use_mib`.
+    fn feed_in_use(
+        t: &mut YoungTuner,
+        seconds: u32,
+        young_per_s: u64,
+        young_ms: f64,
+        full_ms: f64,
+        full_in_tail: bool,
+        in_use_mib: f64,
+    ) -> Vec<Change> {
         (0..seconds)
             .filter_map(|_| {
                 let sample = Window {
@@ -249,10 +304,34 @@ mod tests {
                     young_ms: young_per_s as f64 * young_ms,
                     full_count: 1,
                     full_ms,
+                    in_use_peak: in_use_mib * 1048576.0,
                 };
                 t.observe(sample, full_in_tail)
             })
             .collect()
+    }
+
+    #[test]
+    fn a_trial_that_holds_more_memory_is_not_kept() {
+        let mut t = YoungTuner::new(700);
+        assert!(feed_in_use(&mut t, 3, 100, 0.1, 200.0, true, 100.0).is_empty());
+        let c = feed_in_use(&mut t, 3, 100, 0.1, 18.0, true, 100.0);
+        assert_eq!(c[0].threshold0, 2800, "{c:?}");
+        // Half the full pause, for 8 % more memory in use: back, and settled.
+        let c = feed_in_use(&mut t, 3, 25, 0.4, 9.0, true, 108.0);
+        assert_eq!(c[0].threshold0, 700, "{c:?}");
+        assert!(
+            c[0].why
+                .contains("memory in use peaked at 108 MiB against 100 MiB"),
+            "{c:?}"
+        );
+        assert!(t.settled());
+        // 4 % more is within its share: kept.
+        let mut t = YoungTuner::new(700);
+        feed_in_use(&mut t, 3, 100, 0.1, 200.0, true, 100.0);
+        feed_in_use(&mut t, 3, 100, 0.1, 18.0, true, 100.0);
+        let c = feed_in_use(&mut t, 3, 25, 0.4, 9.0, true, 104.0);
+        assert!(c[0].why.contains("2800 kept"), "{c:?}");
     }
 
     #[test]
