@@ -3,6 +3,7 @@ app with the real agent and drives it with the real load generator. Short durati
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import signal
@@ -271,6 +272,13 @@ def test_alternating_gives_each_server_its_turns_on_one_core(tmp_path):
         assert summary["achieved_rate"] == pytest.approx(20, rel=0.05)
         seconds = [r["requests"] for r in rows if r["type"] == "second" and r["task"] == "all"]
         assert sum(1 for n in seconds if n == 0) >= 2, seconds  # its idle turns (3 of 1 s)
+        # Every request of this server, in its turns only, in the trial's window.
+        requests = list(csv.DictReader((run / ref["dir"] / "requests.csv").open()))
+        assert len(requests) == summary["requests"]
+        assert {r["status"] for r in requests} == {"200"}
+        for r in requests:
+            assert trial["measure_start"] <= float(r["intended"]) <= float(r["done"])
+            assert float(r["done"]) <= trial["measure_end"] + 1
         first_loaded.setdefault(trial["repetition"], {})[ref["label"]] = seconds[0] > 0
     # Who goes first rotates with the repetition.
     assert first_loaded[1] != first_loaded[2], first_loaded

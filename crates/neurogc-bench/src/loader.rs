@@ -31,7 +31,8 @@ pub struct LoadRun<'a> {
     pub duration: Duration,
     /// Its `--json-out`; its log goes beside it (`.log`).
     pub json_out: &'a Path,
-    pub hdr_out: Option<&'a Path>,
+    /// Where each host's histogram log and request log go (`--hdr-out`, `--requests-out`).
+    pub host_files: Option<&'a Path>,
     /// Hosts taking turns: their process groups, stopped outside their turns (`--mode turns`).
     pub stop_idle: &'a [i32],
     /// Ignore the task file's bursts (the rate search's probes).
@@ -55,7 +56,8 @@ impl LoadRun<'_> {
         args.steady = self.steady && matches!(self.shape, Shape::Open { .. });
         args.quiet = true;
         args.json_out = Some(self.json_out.to_path_buf());
-        args.hdr_out = self.hdr_out.map(Path::to_path_buf);
+        args.hdr_out = self.host_files.map(Path::to_path_buf);
+        args.requests_out = self.host_files.map(Path::to_path_buf);
         args.run_time = Some(self.duration);
         args.timeout = settings.timeout;
         args.seed = Some(settings.seed);
@@ -104,15 +106,21 @@ pub fn read_output(path: &Path) -> Result<Output> {
     read_json_lines(path, &path.display().to_string())
 }
 
+/// Where one host's outputs go: its load rows, histogram log and request log.
+pub struct HostOutputs {
+    pub host: String,
+    pub jsonl: PathBuf,
+    pub hlog: PathBuf,
+    pub requests: PathBuf,
+}
+
 /// Splits a multi-host `--json-out` file into one file per host (per-second rows and turns of
-/// that host, then the summary narrowed to it), and moves each host's `.hlog` from `hdr_dir` to its place.
-pub fn split_by_host(
-    combined: &Path,
-    hdr_dir: &Path,
-    outputs: &[(String, PathBuf, PathBuf)],
-) -> Result<()> {
+/// that host, then the summary narrowed to it), and moves each host's files from `host_dir` to
+/// their places.
+pub fn split_by_host(combined: &Path, host_dir: &Path, outputs: &[HostOutputs]) -> Result<()> {
     let all = read_output(combined)?;
-    for (host, jsonl, hlog) in outputs {
+    for out in outputs {
+        let (host, jsonl) = (&out.host, &out.jsonl);
         let mut lines = String::new();
         for row in all
             .rows
@@ -129,17 +137,28 @@ pub fn split_by_host(
         }
         std::fs::write(jsonl, lines)
             .with_context(|| format!("cannot write {}", jsonl.display()))?;
-        move_hlog(hdr_dir, host, hlog)?;
+        move_host_files(host_dir, out)?;
     }
     Ok(())
 }
 
-/// Moves the load generator's histogram log of `host` to `to` (nothing to move if it never ran).
-pub fn move_hlog(hdr_dir: &Path, host: &str, to: &Path) -> Result<()> {
-    let from = neurogc_load::report::hdr_log_path(hdr_dir, host);
-    if !from.exists() {
-        return Ok(());
+/// Moves the load generator's histogram log and request log of a host to their places (nothing
+/// to move if it never ran).
+pub fn move_host_files(host_dir: &Path, to: &HostOutputs) -> Result<()> {
+    for (from, to) in [
+        (
+            neurogc_load::report::hdr_log_path(host_dir, &to.host),
+            &to.hlog,
+        ),
+        (
+            neurogc_load::requests::path(host_dir, &to.host),
+            &to.requests,
+        ),
+    ] {
+        if from.exists() {
+            std::fs::rename(&from, to)
+                .with_context(|| format!("cannot move {} to {}", from.display(), to.display()))?;
+        }
     }
-    std::fs::rename(&from, to)
-        .with_context(|| format!("cannot move {} to {}", from.display(), to.display()))
+    Ok(())
 }

@@ -91,7 +91,7 @@ fn probe_policy(
             shape: &Shape::Open { rate },
             duration: cfg.probe,
             json_out: &out,
-            hdr_out: None,
+            host_files: None,
             stop_idle: &[],
             steady: true,
         };
@@ -121,7 +121,7 @@ fn probe_policy(
             },
             duration: cfg.warmup,
             json_out: &dir.join("warmup.jsonl"),
-            hdr_out: None,
+            host_files: None,
             stop_idle: &[],
             steady: true,
         };

@@ -527,7 +527,7 @@ impl Session {
                 shape: plan.shape,
                 duration,
                 json_out: &json_out,
-                hdr_out: Some(&hdr_out),
+                host_files: Some(&hdr_out),
                 stop_idle,
                 steady: false,
             },
@@ -588,7 +588,7 @@ impl Session {
             shape: plan.shape,
             duration,
             json_out: out,
-            hdr_out: None,
+            host_files: None,
             stop_idle: &[],
             steady: false,
         };
@@ -611,18 +611,17 @@ impl Session {
     /// summaries. Best effort: a trial that never got load has nothing to move.
     fn collect_outputs(&self, running: &mut [Running]) {
         let (json_out, hdr_dir) = Self::load_outputs(running);
-        let hosts: Vec<(String, PathBuf, PathBuf)> = running
+        let hosts: Vec<loader::HostOutputs> = running
             .iter()
-            .map(|r| {
-                (
-                    format!("http://127.0.0.1:{}", r.trial.info.port),
-                    r.trial.load_jsonl(),
-                    r.trial.hlog(),
-                )
+            .map(|r| loader::HostOutputs {
+                host: format!("http://127.0.0.1:{}", r.trial.info.port),
+                jsonl: r.trial.load_jsonl(),
+                hlog: r.trial.hlog(),
+                requests: r.trial.requests_csv(),
             })
             .collect();
         let moved = if running.len() == 1 {
-            loader::move_hlog(&hdr_dir, &hosts[0].0, &hosts[0].2)
+            loader::move_host_files(&hdr_dir, &hosts[0])
         } else if json_out.exists() {
             let r = loader::split_by_host(&json_out, &hdr_dir, &hosts);
             let _ = std::fs::remove_file(&json_out);

@@ -104,6 +104,11 @@ pub struct LoadArgs {
     #[arg(long, value_name = "DIR")]
     pub hdr_out: Option<PathBuf>,
 
+    /// Log every request (when it was due, when it ended, its status) as CSV, one file per host
+    /// (`<host>.requests.csv`): what the trace simulator replays.
+    #[arg(long, value_name = "DIR")]
+    pub requests_out: Option<PathBuf>,
+
     /// Print nothing but errors.
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -234,6 +239,7 @@ impl LoadArgs {
             ("--tasks", &self.tasks),
             ("--json-out", &self.json_out),
             ("--hdr-out", &self.hdr_out),
+            ("--requests-out", &self.requests_out),
         ] {
             if let Some(p) = path {
                 paths.push(name.into());
@@ -279,6 +285,7 @@ pub struct Config {
     pub quiet: bool,
     pub json_out: Option<PathBuf>,
     pub hdr_out: Option<PathBuf>,
+    pub requests_out: Option<PathBuf>,
     pub seed: u64,
 }
 
@@ -394,6 +401,7 @@ impl Config {
             quiet: a.quiet,
             json_out: a.json_out,
             hdr_out: a.hdr_out,
+            requests_out: a.requests_out,
             seed,
         })
     }
@@ -439,6 +447,7 @@ mod tests {
         open.tasks = Some("tasks dir/t.toml".into());
         open.json_out = Some("out.jsonl".into());
         open.hdr_out = Some("hdr".into());
+        open.requests_out = Some("requests".into());
         let mut closed = LoadArgs::for_hosts(&hosts[..1]);
         closed.set_shape(&Shape::Closed {
             users: 20,

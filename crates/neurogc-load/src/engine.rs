@@ -14,6 +14,7 @@ use tokio::time::{sleep_until, timeout, Instant};
 use crate::args::{Config, Mode};
 use crate::client::{self, Conn, FailKind, Prepared};
 use crate::report::{Reporter, Summary};
+use crate::requests::RequestLog;
 use crate::schedule::{spawn_offset, ArrivalClock, Wait};
 use crate::stats::Stats;
 use crate::timer::Sleeper;
@@ -40,6 +41,28 @@ struct Shared {
     pools: Vec<Pool>,
     /// `--stop-idle`: the host whose turn it is (the others are stopped once drained).
     current_host: Cell<Option<usize>>,
+    /// `--requests-out`: every request's row.
+    request_log: RefCell<Option<RequestLog>>,
+}
+
+impl Shared {
+    /// Counts a finished request (due at `intended`) and logs it where asked.
+    fn finished(
+        &self,
+        host: usize,
+        task: usize,
+        intended: Instant,
+        result: Result<u16, FailKind>,
+        slice: Option<u64>,
+    ) {
+        let done = Instant::now();
+        self.stats
+            .borrow_mut()
+            .record(host, task, done - intended, result, slice);
+        if let Some(log) = self.request_log.borrow_mut().as_mut() {
+            log.record(host, intended.into_std(), done.into_std(), result);
+        }
+    }
 }
 
 #[derive(Default)]
@@ -72,6 +95,13 @@ async fn drive(cfg: Rc<Config>) -> Result<Summary> {
         stats: RefCell::new(Stats::new(cfg.targets.len(), cfg.tasks.len())),
         pools: cfg.targets.iter().map(|_| Pool::default()).collect(),
         current_host: Cell::new(None),
+        request_log: RefCell::new(match &cfg.requests_out {
+            Some(dir) => {
+                let urls: Vec<String> = cfg.targets.iter().map(|t| t.url.clone()).collect();
+                Some(RequestLog::create(dir, &urls)?)
+            }
+            None => None,
+        }),
         cfg: cfg.clone(),
     });
     // Whatever ends the run, no server is left stopped.
@@ -335,10 +365,7 @@ async fn user(
         let task = shared.cfg.tasks.pick(&mut rng);
         let sent = Instant::now();
         let result = timed_send(&shared, &mut conn, host, task).await;
-        shared
-            .stats
-            .borrow_mut()
-            .record(host, task, sent.elapsed(), result, None);
+        shared.finished(host, task, sent, result, None);
         let pause = wait.sample(&mut rng);
         if !pause.is_zero() {
             let wake = Instant::now() + pause;
@@ -497,10 +524,7 @@ fn dispatch(
     let shared = shared.clone();
     spawn_local(async move {
         let result = timed_send(&shared, &mut conn, host, task).await;
-        shared
-            .stats
-            .borrow_mut()
-            .record(host, task, intended.elapsed(), result, slice);
+        shared.finished(host, task, intended, result, slice);
         let pool = &shared.pools[host];
         if let Some(c) = conn {
             pool.idle.borrow_mut().push(c);

@@ -16,11 +16,12 @@
 //!
 //! Layout: [`args`] flags and validation · [`tasks`] weighted task sets · [`schedule`] arrivals,
 //! waits, spawns · [`client`] the HTTP/1.1 client · [`stats`] histograms and rows · [`report`]
-//! outputs · `engine` the loops · `timer` the open loop's sub-millisecond sleep.
+//! outputs · [`requests`] the per-request log · `engine` the loops · `timer` the open loop's sub-millisecond sleep.
 pub mod args;
 pub mod client;
 mod engine;
 pub mod report;
+pub mod requests;
 pub mod schedule;
 pub mod stats;
 pub mod tasks;

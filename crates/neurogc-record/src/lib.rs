@@ -43,6 +43,8 @@ pub mod files {
     pub const GC_EVENTS: &str = "gc-events.csv";
     pub const LOAD: &str = "load.jsonl";
     pub const LATENCY: &str = "latency.hlog";
+    /// Every request of the measured window (`neurogc_load::requests`).
+    pub const REQUESTS: &str = "requests.csv";
     pub const SERVER_LOG: &str = "server.log";
     /// A training run's step record (`neurogc.training`, read by `neurogc sweep`).
     pub const STEPS_CSV: &str = "steps.csv";

@@ -105,6 +105,9 @@ impl Trial {
     pub fn hlog(&self) -> PathBuf {
         self.dir.join(files::LATENCY)
     }
+    pub fn requests_csv(&self) -> PathBuf {
+        self.dir.join(files::REQUESTS)
+    }
     pub fn server_log(&self) -> PathBuf {
         self.dir.join(files::SERVER_LOG)
     }
