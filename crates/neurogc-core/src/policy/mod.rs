@@ -116,6 +116,27 @@ pub trait GcControl {
     /// Hands memory the allocator keeps free back to the system (glibc's `malloc_trim`), so
     /// that RSS after a collection shows live memory; a no-op where there is no such call.
     fn release_free_memory(&mut self) {}
+    /// The clock a policy times its collections by, ms: this thread's CPU time (what a
+    /// collection costs; a wall clock would also count a stopped or descheduled process). A
+    /// simulated collector answers with its simulated clock.
+    fn cpu_ms(&mut self) -> f64 {
+        thread_cpu_ms()
+    }
+}
+
+/// This thread's CPU time, ms.
+pub fn thread_cpu_ms() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec we pass; no other memory is involved.
+    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0;
+    if ok {
+        ts.tv_sec as f64 * 1e3 + ts.tv_nsec as f64 / 1e6
+    } else {
+        0.0
+    }
 }
 
 /// What a policy sees when it is asked to decide.

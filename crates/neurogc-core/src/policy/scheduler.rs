@@ -258,21 +258,6 @@ impl PauseModel {
     }
 }
 
-/// This thread's CPU time, ms.
-fn thread_cpu_ms() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec we pass; no other memory is involved.
-    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0;
-    if ok {
-        ts.tv_sec as f64 * 1e3 + ts.tv_nsec as f64 / 1e6
-    } else {
-        0.0
-    }
-}
-
 /// Pauses assumed before any is measured, ms: a full collection of a fresh heap, and of what a
 /// frozen one leaves.
 const PRIOR_FULL_MS: f64 = 50.0;
@@ -593,9 +578,9 @@ impl Scheduler {
     /// wall clock would also count a stopped or descheduled process); returns (objects
     /// collected, pause ms).
     fn timed_collect(gc: &mut dyn GcControl, intent: Intent) -> Result<(u64, f64), GcError> {
-        let t = thread_cpu_ms();
+        let t = gc.cpu_ms();
         let n = gc.collect(2, intent)?;
-        Ok((n, (thread_cpu_ms() - t).max(0.0)))
+        Ok((n, (gc.cpu_ms() - t).max(0.0)))
     }
 
     fn carry_out(
