@@ -39,6 +39,8 @@ enum Command {
     Suite(neurogc_suite::SuiteArgs),
     /// A training script under each GC step policy, interleaved; which one is best for it.
     Sweep(neurogc_sweep::SweepArgs),
+    /// Replay a recorded run's traffic under any GC policy, and the best schedule in hindsight.
+    Simulate(neurogc_sim::SimulateArgs),
     /// Internal: kills process group PGID when the process that started it ends.
     #[command(name = "__keep", hide = true)]
     Keep { pgid: i32 },
@@ -76,6 +78,7 @@ fn main() {
         Command::Demo(args) => demo::run(args),
         Command::Report(args) => neurogc_report::run(args),
         Command::Sweep(args) => neurogc_sweep::run(&args),
+        Command::Simulate(args) => neurogc_sim::run(args),
         Command::Keep { pgid } => Ok(neurogc_bench::proc::keep(pgid)),
         Command::Suite(args) => neurogc_suite::run(&args).map(|d| {
             println!("scoreboard: {}", d.readme.display());

@@ -1,0 +1,371 @@
+//! `neurogc simulate RUN_DIR`: replays a recorded run's traffic through a model of the server and
+//! of each full collection's pause, under any policy, in seconds; and finds the best schedule
+//! in hindsight for that traffic (the offline optimum), so every policy can be stated as a
+//! distance from it. Where the run recorded a policy live, the replay's p99 stands beside the
+//! live one, with the error, and the policies' order in both is compared.
+//!
+//! Layout: [`trace`] a trial as the replay needs it · [`model`] the pause models, from the run's
+//! own collections · [`replay`] the single-server replay · [`policies`] what it can run, the
+//! `neurogc` scheduler's own code among them · [`optimum`] the hindsight schedule.
+
+pub mod model;
+pub mod optimum;
+pub mod policies;
+pub mod replay;
+pub mod trace;
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use neurogc_core::policy::PolicySpec;
+use neurogc_record::TrialStatus;
+use neurogc_report::rundir::RunData;
+
+use crate::model::{Calibration, Kind};
+use crate::replay::{quantile, replay, Outcome};
+use crate::trace::Trace;
+
+/// `neurogc simulate`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SimulateArgs {
+    /// A bench or suite workload run directory whose trials recorded their requests
+    /// (`requests.csv`).
+    #[arg(value_name = "RUN_DIR")]
+    pub run_dir: PathBuf,
+    /// A policy to replay (repeatable; a spec as everywhere: `default`, `freeze:3`,
+    /// `periodic:5`, `gc-off`, `neurogc[,key=value...]`). Default: every policy of the run the
+    /// replay can model.
+    #[arg(long = "policy", value_name = "SPEC")]
+    pub policies: Vec<String>,
+    /// The trial whose traffic is replayed, by its policy's label (all its repetitions).
+    #[arg(long, value_name = "LABEL", default_value = "default")]
+    pub trace: String,
+    /// Where to write the Markdown (default: RUN_DIR/simulation.md).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+/// One policy, replayed.
+#[derive(Debug, Clone)]
+pub struct Replayed {
+    pub name: String,
+    pub outcome: Outcome,
+    /// The live p99 (ms) of that policy's own trials, where the run has them.
+    pub live_p99_ms: Option<f64>,
+}
+
+impl Replayed {
+    pub fn p_ms(&self, q: f64) -> Option<f64> {
+        quantile(&self.outcome.latency, q).map(|s| s * 1e3)
+    }
+}
+
+fn usable(t: &neurogc_report::rundir::TrialData) -> bool {
+    t.damaged.is_none() && t.status() == Some(TrialStatus::Complete)
+}
+
+fn kind_of(spec: &str) -> Kind {
+    match spec.parse::<PolicySpec>() {
+        Ok(PolicySpec::Default | PolicySpec::Threshold(_) | PolicySpec::Periodic { .. }) => {
+            Kind::Unfrozen
+        }
+        Ok(PolicySpec::Freeze { .. }) => Kind::Frozen,
+        Ok(PolicySpec::Neurogc(_)) => Kind::Scheduler,
+        _ => Kind::Other,
+    }
+}
+
+/// Replays every trace trial under `collector`s built from `spec`, the latencies pooled.
+fn replay_all(
+    traces: &[&Trace],
+    build: &mut dyn FnMut(&Trace) -> Result<Box<dyn replay::Collector>>,
+) -> Result<Outcome> {
+    let mut all = Outcome::default();
+    for t in traces {
+        let mut c = build(t)?;
+        let o = replay(&t.arrivals, &t.work, c.as_mut());
+        all.latency.extend(o.latency);
+        all.collections += o.collections;
+        all.met += o.met;
+        all.pause_total_ms += o.pause_total_ms;
+        all.pause_max_ms = all.pause_max_ms.max(o.pause_max_ms);
+    }
+    Ok(all)
+}
+
+/// Spearman's rank correlation of two equally long series (ties take their mean rank).
+pub fn spearman(x: &[f64], y: &[f64]) -> Option<f64> {
+    fn ranks(v: &[f64]) -> Vec<f64> {
+        let mut idx: Vec<usize> = (0..v.len()).collect();
+        idx.sort_by(|&a, &b| v[a].total_cmp(&v[b]));
+        let mut r = vec![0.0; v.len()];
+        let mut i = 0;
+        while i < idx.len() {
+            let mut j = i;
+            while j + 1 < idx.len() && v[idx[j + 1]] == v[idx[i]] {
+                j += 1;
+            }
+            for &k in &idx[i..=j] {
+                r[k] = (i + j) as f64 / 2.0 + 1.0;
+            }
+            i = j + 1;
+        }
+        r
+    }
+    if x.len() != y.len() || x.len() < 3 {
+        return None;
+    }
+    let (rx, ry) = (ranks(x), ranks(y));
+    let n = x.len() as f64;
+    let m = (n + 1.0) / 2.0;
+    let cov: f64 = rx.iter().zip(&ry).map(|(a, b)| (a - m) * (b - m)).sum();
+    let vx: f64 = rx.iter().map(|a| (a - m).powi(2)).sum();
+    let vy: f64 = ry.iter().map(|b| (b - m).powi(2)).sum();
+    (vx > 0.0 && vy > 0.0).then(|| cov / (vx * vy).sqrt())
+}
+
+/// The whole simulation of a run, as Markdown.
+pub fn simulate(args: &SimulateArgs) -> Result<(String, Vec<Replayed>)> {
+    let run = RunData::load(&args.run_dir)?;
+    let mut traces: Vec<(Trace, Kind)> = Vec::new();
+    let mut skipped = Vec::new();
+    for t in run.trials.iter().filter(|t| usable(t)) {
+        match Trace::of_trial(t) {
+            Ok(tr) => {
+                let kind = kind_of(&tr.spec);
+                traces.push((tr, kind));
+            }
+            Err(e) => skipped.push(format!("{e:#}")),
+        }
+    }
+    if traces.is_empty() {
+        bail!(
+            "{}: no trial to replay: {}",
+            args.run_dir.display(),
+            if skipped.is_empty() {
+                "no complete trial".to_string()
+            } else {
+                skipped.join("; ")
+            }
+        );
+    }
+    let base: Vec<&Trace> = traces
+        .iter()
+        .map(|(t, _)| t)
+        .filter(|t| t.label == args.trace)
+        .collect();
+    if base.is_empty() {
+        let labels: Vec<&str> = traces.iter().map(|(t, _)| t.label.as_str()).collect();
+        bail!(
+            "--trace {}: no such trial in {} (it has {})",
+            args.trace,
+            args.run_dir.display(),
+            labels.join(", ")
+        );
+    }
+    let cal = Calibration::of(&traces);
+    let specs: Vec<String> = if args.policies.is_empty() {
+        let mut seen: Vec<String> = Vec::new();
+        for (t, _) in &traces {
+            if !seen.contains(&t.spec) {
+                seen.push(t.spec.clone());
+            }
+        }
+        seen
+    } else {
+        args.policies.clone()
+    };
+    let live = |spec: &str| -> Option<f64> {
+        let lat: Vec<f64> = traces
+            .iter()
+            .filter(|(t, _)| t.spec == spec)
+            .flat_map(|(t, _)| t.latency.iter().copied())
+            .collect();
+        quantile(&lat, 0.99).map(|s| s * 1e3)
+    };
+    let mut results = Vec::new();
+    let mut not_modelled = Vec::new();
+    for spec in &specs {
+        let built = replay_all(&base, &mut |t| {
+            policies::build(spec, &cal, t.middle_per_request)
+        });
+        match built {
+            Ok(outcome) => results.push(Replayed {
+                name: spec.clone(),
+                outcome,
+                live_p99_ms: live(spec),
+            }),
+            Err(e) if args.policies.is_empty() => not_modelled.push(format!("{e:#}")),
+            Err(e) => return Err(e),
+        }
+    }
+    // The hindsight optimum: the cheapest collections there are (a frozen heap's, where the run
+    // measured them), no further apart than the default's.
+    let opt_fit = cal.frozen.or(cal.unfrozen);
+    let opt_gap = cal.default_every;
+    if let (Some(fit), Some(gap)) = (opt_fit, opt_gap) {
+        let outcome = replay_all(&base, &mut |t| {
+            let plan = optimum::optimum(&t.arrivals, &t.work, fit, gap as usize);
+            Ok(Box::new(policies::Schedule::new(plan)))
+        })?;
+        results.push(Replayed {
+            name: "optimum (hindsight)".into(),
+            outcome,
+            live_p99_ms: None,
+        });
+    }
+    let md = markdown(args, &base, &cal, &results, &not_modelled, &skipped);
+    Ok((md, results))
+}
+
+fn fmt_ms(x: Option<f64>) -> String {
+    x.map_or_else(|| "n/a".into(), |v| format!("{v:.2}"))
+}
+
+fn markdown(
+    args: &SimulateArgs,
+    base: &[&Trace],
+    cal: &Calibration,
+    results: &[Replayed],
+    not_modelled: &[String],
+    skipped: &[String],
+) -> String {
+    let mut md = String::new();
+    let _ = writeln!(md, "# Simulation of `{}`\n", args.run_dir.display());
+    let requests: usize = base.iter().map(|t| t.arrivals.len()).sum();
+    let seconds: f64 = base.iter().map(|t| t.length).sum();
+    let _ = writeln!(
+        md,
+        "Traffic replayed: the `{}` trial{} — {requests} requests over {seconds:.1} s of the \
+         server's own time (turns joined), {:.1} req/s; each request's work as recorded, its \
+         full-collection pauses taken out.\n",
+        args.trace,
+        if base.len() > 1 { "s" } else { "" },
+        requests as f64 / seconds.max(1e-9)
+    );
+    let fit = |f: Option<model::PauseFit>| {
+        f.map_or_else(
+            || "not measured".to_string(),
+            |f| format!("{:.2} + {:.4}·w ms ({} collections)", f.a, f.b, f.points),
+        )
+    };
+    let every = |e: Option<f64>| e.map_or_else(|| "n/a".into(), |e| format!("{e:.0}"));
+    let _ = writeln!(
+        md,
+        "Pause of a full collection after w requests, fitted to the run's own: unfrozen heap {}; \
+         what a freeze leaves {}. CPython's rule collected every {} requests under `default`, \
+         every {} after a freeze. From: {}.\n",
+        fit(cal.unfrozen),
+        fit(cal.frozen),
+        every(cal.default_every),
+        every(cal.frozen_every),
+        cal.sources.join(", ")
+    );
+    let _ = writeln!(
+        md,
+        "| policy | p50 ms | p99 ms | p99.9 ms | max ms | full collections | meeting requests in flight | pause total ms | live p99 ms | p99 error |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    for r in results {
+        let p99 = r.p_ms(0.99);
+        let error = match (p99, r.live_p99_ms) {
+            (Some(s), Some(l)) if l > 0.0 => format!("{:+.0} %", (s / l - 1.0) * 100.0),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | {} | {:.0} | {} | {error} |",
+            r.name,
+            fmt_ms(r.p_ms(0.5)),
+            fmt_ms(p99),
+            fmt_ms(r.p_ms(0.999)),
+            fmt_ms(r.p_ms(1.0)),
+            r.outcome.collections,
+            r.outcome.met,
+            r.outcome.pause_total_ms,
+            fmt_ms(r.live_p99_ms),
+        );
+    }
+    md.push('\n');
+    let pairs: Vec<(f64, f64)> = results
+        .iter()
+        .filter_map(|r| Some((r.p_ms(0.99)?, r.live_p99_ms?)))
+        .collect();
+    let (sim, live): (Vec<f64>, Vec<f64>) = pairs.iter().copied().unzip();
+    match spearman(&sim, &live) {
+        Some(rho) => {
+            let _ = writeln!(
+                md,
+                "Order of the {} policies recorded live, by p99: Spearman ρ = {rho:.2} between \
+                 the replay and the live runs.\n",
+                pairs.len()
+            );
+        }
+        None => {
+            let _ = writeln!(
+                md,
+                "Fewer than three policies recorded live: no order to compare.\n"
+            );
+        }
+    }
+    if let Some(opt) = results.iter().find(|r| r.name.starts_with("optimum")) {
+        let _ = writeln!(
+            md,
+            "The optimum: knowing every arrival, collections placed right after requests end \
+             where they delay the fewest requests, at most {} requests apart (the default's \
+             spacing: the garbage it lets pile up), each pausing as a frozen heap's remainder \
+             does; {} collections, {} requests met. Distance from it, p99: {}.\n",
+            every(cal.default_every),
+            opt.outcome.collections,
+            opt.outcome.met,
+            results
+                .iter()
+                .filter(|r| !r.name.starts_with("optimum"))
+                .filter_map(|r| Some(format!(
+                    "{} {:.2}×",
+                    r.name,
+                    r.p_ms(0.99)? / opt.p_ms(0.99)?.max(1e-9)
+                )))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let _ = writeln!(
+        md,
+        "Not modelled: memory (the replay's `neurogc` sees a constant RSS, so its growth, \
+         staleness and guard rules never fire), the young generation (taken as recorded, so \
+         thresholds and the young-threshold tuning are not replayed), and requests served \
+         concurrently (one worker answers in order)."
+    );
+    for n in not_modelled.iter().chain(skipped) {
+        let _ = writeln!(md, "\n- {n}");
+    }
+    md
+}
+
+/// Runs `neurogc simulate`; prints the table, writes the Markdown. Returns the exit code.
+pub fn run(args: SimulateArgs) -> Result<i32> {
+    let (md, _) = simulate(&args)?;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| args.run_dir.join("simulation.md"));
+    let tmp = out.with_extension("md.tmp");
+    std::fs::write(&tmp, &md).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, &out).with_context(|| format!("cannot write {}", out.display()))?;
+    println!("{md}");
+    eprintln!("simulation: {}", out.display());
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spearman_of_orders() {
+        assert_eq!(spearman(&[1.0, 2.0, 3.0], &[10.0, 20.0, 30.0]), Some(1.0));
+        assert_eq!(spearman(&[1.0, 2.0, 3.0], &[3.0, 2.0, 1.0]), Some(-1.0));
+        assert_eq!(spearman(&[1.0, 2.0], &[1.0, 2.0]), None);
+    }
+}
