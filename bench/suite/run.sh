@@ -55,6 +55,20 @@ else
     sed "s|(heatmap.png)|(heatmap$suffix.png)|" "$run/README.md"
   } > "$out"
 fi
+if [ -z "${RESCORE:-}" ] && [ -z "${QUICK:-}" ]; then
+  # The trace simulator against the live runs: each workload's traffic replayed.
+  for d in "$run"/*/; do
+    [ -f "$d/run.json" ] || continue
+    "$NEUROGC" simulate "$d" >/dev/null || echo "simulate: $d could not be replayed" >&2
+  done
+  {
+    echo "<!-- written by bench/suite/run.sh; do not edit -->"
+    echo
+    echo "- Command: \`neurogc simulate\` on each workload run of the suite above (commit $commit)"
+    echo
+    ${PYTHON:-.venv/bin/python} bench/suite/simulation.py "$run"
+  } > bench/suite/SIMULATION.md
+fi
 cp "$run/heatmap.png" "bench/suite/heatmap$suffix.png"
 cp "$run/scoreboard.json" "bench/suite/scoreboard$suffix.json"
 echo "scoreboard: $out"

@@ -343,16 +343,75 @@ fn markdown(
     md
 }
 
-/// Runs `neurogc simulate`; prints the table, writes the Markdown. Returns the exit code.
+/// One policy's line of `simulation.json`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PolicyLine {
+    pub policy: String,
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub p999_ms: Option<f64>,
+    pub collections: usize,
+    pub live_p99_ms: Option<f64>,
+    /// Replayed p99 over live p99, less 1.
+    pub p99_error: Option<f64>,
+}
+
+/// `simulation.json`: what the Markdown shows, for scripts.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Summary {
+    pub run: String,
+    pub trace: String,
+    pub policies: Vec<PolicyLine>,
+    /// Spearman's ρ of the replayed and live p99s, over the policies recorded live.
+    pub rank_correlation: Option<f64>,
+}
+
+pub fn summary(args: &SimulateArgs, results: &[Replayed]) -> Summary {
+    let policies: Vec<PolicyLine> = results
+        .iter()
+        .map(|r| {
+            let p99 = r.p_ms(0.99);
+            PolicyLine {
+                policy: r.name.clone(),
+                p50_ms: r.p_ms(0.5),
+                p99_ms: p99,
+                p999_ms: r.p_ms(0.999),
+                collections: r.outcome.collections,
+                live_p99_ms: r.live_p99_ms,
+                p99_error: match (p99, r.live_p99_ms) {
+                    (Some(s), Some(l)) if l > 0.0 => Some(s / l - 1.0),
+                    _ => None,
+                },
+            }
+        })
+        .collect();
+    let (sim, live): (Vec<f64>, Vec<f64>) = policies
+        .iter()
+        .filter_map(|p| Some((p.p99_ms?, p.live_p99_ms?)))
+        .unzip();
+    Summary {
+        run: args.run_dir.display().to_string(),
+        trace: args.trace.clone(),
+        rank_correlation: spearman(&sim, &live),
+        policies,
+    }
+}
+
+/// Runs `neurogc simulate`; prints the table, writes the Markdown and `simulation.json` beside
+/// it. Returns the exit code.
 pub fn run(args: SimulateArgs) -> Result<i32> {
-    let (md, _) = simulate(&args)?;
+    let (md, results) = simulate(&args)?;
     let out = args
         .out
         .clone()
         .unwrap_or_else(|| args.run_dir.join("simulation.md"));
-    let tmp = out.with_extension("md.tmp");
-    std::fs::write(&tmp, &md).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, &out).with_context(|| format!("cannot write {}", out.display()))?;
+    let json = serde_json::to_string_pretty(&summary(&args, &results))?;
+    for (path, text) in [(out.clone(), md.as_str()), (out.with_extension("json"), &json)] {
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
+        std::fs::rename(&tmp, &path)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
     println!("{md}");
     eprintln!("simulation: {}", out.display());
     Ok(0)
