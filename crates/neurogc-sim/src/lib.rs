@@ -406,11 +406,13 @@ pub fn run(args: SimulateArgs) -> Result<i32> {
         .clone()
         .unwrap_or_else(|| args.run_dir.join("simulation.md"));
     let json = serde_json::to_string_pretty(&summary(&args, &results))?;
-    for (path, text) in [(out.clone(), md.as_str()), (out.with_extension("json"), &json)] {
+    for (path, text) in [
+        (out.clone(), md.as_str()),
+        (out.with_extension("json"), &json),
+    ] {
         let tmp = path.with_extension("tmp");
         std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
-        std::fs::rename(&tmp, &path)
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
     }
     println!("{md}");
     eprintln!("simulation: {}", out.display());
