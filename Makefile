@@ -35,7 +35,7 @@ DIST_CLI := $(ZIG_CLI_DIR)/$(ZIG_TARGET)/release/neurogc
 DIST_STAMP := dist/.built
 
 
-.PHONY: setup wheel dev-cli demo test test-matrix test-slow bench-suite bench-suite-quick test-rust test-python test-python-versions test-web lint fmt bench bench-load bench-dashboard bench-models bench-soak bench-sweep bench-workers clean system-packages
+.PHONY: setup wheel dev-cli demo test test-matrix test-slow test-trainers bench-suite bench-suite-quick test-rust test-python test-python-versions test-web lint fmt bench bench-load bench-dashboard bench-models bench-soak bench-sweep bench-workers clean system-packages
 
 setup: system-packages $(NPM_STAMP) $(VENV)/.deps $(VENV)/.neurogc dev-cli
 
@@ -190,7 +190,24 @@ bench-soak: setup
 
 # The step policies on every bundled training loop, and the learned one against issue 15's bar
 # (bench/sweep/RESULTS.md); installs PyTorch into .venv-torch for torch_cnn.
-bench-sweep: setup
+# PyTorch and the trainers whose callbacks neurogc.training ships (Lightning, Hugging Face's
+# Trainer): heavy (PyTorch from PyPI brings its CUDA libraries, ~5 GB), so in a virtualenv of
+# their own, for the benchmark and the trainer tests only, never for `make test`.
+TORCH_VENV := .venv-torch
+TORCH_DEPS := numpy torch lightning transformers accelerate pytest
+$(TORCH_VENV)/.deps: Makefile
+	@test -x $(TORCH_VENV)/bin/python || $(PYTHON) -m venv $(TORCH_VENV)
+	$(TORCH_VENV)/bin/python -m pip install -q $(TORCH_DEPS)
+	@touch $@
+
+# The step hook with the real trainers: the torch loop and the Lightning and Trainer callbacks
+# (tests/test_training.py skips them where those packages are missing, as in `make test`).
+test-trainers: $(WHEEL_STAMP) $(TORCH_VENV)/.deps
+	$(TORCH_VENV)/bin/python -m pip install -q --force-reinstall --no-deps target/wheels/neurogc-*.whl
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(TORCH_VENV)/bin/python -m pytest -q -p no:cacheprovider \
+	  tests/test_training.py -k "torch or lightning or transformers"
+
+bench-sweep: setup $(TORCH_VENV)/.deps
 	bash bench/sweep/run.sh
 
 # gunicorn --preload -w 2: freezing in the master before fork (PSS/USS per worker, p99;
