@@ -105,6 +105,13 @@ impl GcControl for PyGc<'_, '_> {
             .map_err(rendered)
     }
 
+    fn freeze_count(&mut self) -> Option<u64> {
+        self.gc
+            .call_method0("get_freeze_count")
+            .and_then(|n| n.extract())
+            .ok()
+    }
+
     fn rss_bytes(&mut self) -> Option<u64> {
         neurogc_core::process::read_rss_bytes(std::path::Path::new("/proc/self"))
     }

@@ -105,6 +105,10 @@ pub trait GcControl {
     fn freeze(&mut self) -> Result<(), GcError>;
     /// Moves the permanent generation back into the oldest one (`gc.unfreeze()`).
     fn unfreeze(&mut self) -> Result<(), GcError>;
+    /// Objects in the permanent generation (`gc.get_freeze_count()`); `None` where unknown.
+    fn freeze_count(&mut self) -> Option<u64> {
+        None
+    }
     /// Which collector the interpreter runs.
     fn collector(&mut self) -> Result<Collector, GcError> {
         Ok(Collector::Generational)
@@ -273,6 +277,10 @@ pub(crate) mod testing {
         pub pause: Duration,
         /// What `rss_bytes` answers (after a collection).
         pub rss: Option<u64>,
+        /// What each collection frees.
+        pub freed: u64,
+        /// What `freeze_count` answers.
+        pub frozen: Option<u64>,
     }
 
     impl Default for RecordingGc {
@@ -284,6 +292,8 @@ pub(crate) mod testing {
                 collector: Collector::Generational,
                 pause: Duration::ZERO,
                 rss: None,
+                freed: 0,
+                frozen: None,
             }
         }
     }
@@ -292,7 +302,10 @@ pub(crate) mod testing {
         fn collect(&mut self, generation: u8, _intent: Intent) -> Result<u64, GcError> {
             self.calls.push(format!("collect({generation})"));
             std::thread::sleep(self.pause);
-            Ok(0)
+            Ok(self.freed)
+        }
+        fn freeze_count(&mut self) -> Option<u64> {
+            self.frozen
         }
         fn collector(&mut self) -> Result<Collector, GcError> {
             Ok(self.collector)

@@ -293,6 +293,9 @@ impl GcControl for Gate<'_> {
     fn unfreeze(&mut self) -> Result<(), GcError> {
         self.gc.unfreeze()
     }
+    fn freeze_count(&mut self) -> Option<u64> {
+        self.gc.freeze_count()
+    }
     fn collector(&mut self) -> Result<Collector, GcError> {
         self.gc.collector()
     }

@@ -176,7 +176,12 @@ impl YoungTuner {
             return None;
         }
         self.window.merge(&sample);
-        if !self.window.complete() {
+        // A trial that already holds too much memory ends now, not at the end of its window.
+        let over_memory = matches!(
+            self.phase,
+            Phase::Trial { base, .. } if self.window.costs_memory_against(&base)
+        );
+        if !self.window.complete() && !over_memory {
             return None;
         }
         let done = std::mem::take(&mut self.window);
@@ -318,7 +323,8 @@ mod tests {
         let c = feed_in_use(&mut t, 3, 100, 0.1, 18.0, true, 100.0);
         assert_eq!(c[0].threshold0, 2800, "{c:?}");
         // Half the full pause, for 8 % more memory in use: back, and settled.
-        let c = feed_in_use(&mut t, 3, 25, 0.4, 9.0, true, 108.0);
+        // It ends at the first sample over: not at the end of its window.
+        let c = feed_in_use(&mut t, 1, 25, 0.4, 9.0, true, 108.0);
         assert_eq!(c[0].threshold0, 700, "{c:?}");
         assert!(
             c[0].why
