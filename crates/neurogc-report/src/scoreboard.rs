@@ -105,6 +105,37 @@ impl Cell {
     pub fn within_rss_bound(&self) -> bool {
         self.rss_to_default.is_none_or(|r| r <= RSS_BOUND)
     }
+
+    /// Significantly slower than the workload's best fixed policy.
+    fn significantly_worse(&self) -> bool {
+        self.to_best
+            .as_ref()
+            .is_some_and(|r| r.significant && r.estimate > 1.0)
+    }
+
+    /// As good as the workload's best fixed policy could be: not significantly slower, within
+    /// the memory bound the best is chosen under.
+    fn best_here(&self) -> bool {
+        self.to_best.is_some() && !self.significantly_worse() && self.within_rss_bound()
+    }
+
+    /// Why it is not [`Cell::best_here`], if it is not.
+    fn not_best_because(&self) -> Option<String> {
+        let slower = self
+            .to_best
+            .as_ref()
+            .filter(|_| self.significantly_worse())
+            .map(|r| format!("p99 {}", ratio_text(r)));
+        let memory = self
+            .rss_to_default
+            .filter(|_| !self.within_rss_bound())
+            .map(|r| format!("peak RSS {r:.2}× the default's"));
+        match (slower, memory) {
+            (None, None) if self.to_best.is_none() => Some("not scored".into()),
+            (None, None) => None,
+            (a, b) => Some(a.into_iter().chain(b).collect::<Vec<_>>().join(", ")),
+        }
+    }
 }
 
 /// A median with its 95 % bootstrap interval.
@@ -208,14 +239,9 @@ pub fn score(runs: &[WorkloadRun]) -> Scoreboard {
     let best_everywhere = fixed
         .into_iter()
         .filter(|label| {
-            workloads.iter().all(|w| {
-                w.cells.iter().any(|c| {
-                    &c.label == label
-                        && c.to_best
-                            .as_ref()
-                            .is_some_and(|r| !(r.significant && r.estimate > 1.0))
-                })
-            })
+            workloads
+                .iter()
+                .all(|w| w.cells.iter().any(|c| &c.label == label && c.best_here()))
         })
         .collect();
     Scoreboard {
@@ -597,10 +623,28 @@ pub fn markdown(s: &Scoreboard, header: &str, heatmap: Option<&str>) -> String {
     if s.best_everywhere.is_empty() {
         let _ = writeln!(
             md,
-            "**No.** On every workload some fixed policy is significantly worse than that \
-             workload's best, for each of the fixed policies measured: the best recipe differs \
-             from one service to the next.\n"
+            "**No.** Each fixed policy measured is, on some workload, significantly slower than \
+             that workload's best or holds more than {RSS_BOUND:.2}× the default's memory: the \
+             best recipe differs from one service to the next.\n"
         );
+        let mut fixed: Vec<&str> = Vec::new();
+        for c in s.workloads.iter().flat_map(|w| &w.cells) {
+            if c.kind == Kind::Fixed && !fixed.contains(&c.label.as_str()) {
+                fixed.push(&c.label);
+            }
+        }
+        for label in fixed {
+            let why: Vec<String> = s
+                .workloads
+                .iter()
+                .filter_map(|w| {
+                    let c = w.cells.iter().find(|c| c.label == label)?;
+                    Some(format!("{} ({})", w.name, c.not_best_because()?))
+                })
+                .collect();
+            let _ = writeln!(md, "- {}: {}", cell_text(label), why.join("; "));
+        }
+        let _ = writeln!(md, "\nThe best fixed policy of each workload:\n");
         for w in &s.workloads {
             let fastest = w
                 .fastest_fixed
@@ -618,7 +662,8 @@ pub fn markdown(s: &Scoreboard, header: &str, heatmap: Option<&str>) -> String {
     } else {
         let _ = writeln!(
             md,
-            "Not significantly worse than the best on every workload: {}.\n",
+            "Not significantly worse than the best, within the memory bound, on every workload: \
+             {}.\n",
             s.best_everywhere.join(", ")
         );
     }
@@ -898,6 +943,39 @@ mod tests {
             (Some(1), None)
         );
         assert_eq!(best_and_fastest(&[]), (None, None));
+    }
+
+    #[test]
+    fn a_recipe_is_best_everywhere_only_within_the_memory_bound() {
+        let r = |estimate: f64, significant| Ratio {
+            estimate,
+            lower: estimate,
+            upper: estimate,
+            significant,
+        };
+        let mut c = cell("freeze:3", Kind::Fixed, Some(40), 289.0);
+        assert_eq!(c.not_best_because().as_deref(), Some("not scored"));
+        c.rss_to_default = Some(400.0 / 289.0);
+        // Faster than the best, with 1.38x its memory: not as good as the best could be.
+        c.to_best = Some(r(0.3, true));
+        assert!(!c.best_here());
+        assert_eq!(
+            c.not_best_because().as_deref(),
+            Some("peak RSS 1.38× the default's")
+        );
+        // Within the bound, not significantly slower: best here.
+        c.rss_to_default = Some(1.05);
+        c.to_best = Some(r(1.2, false));
+        assert!(c.best_here());
+        assert_eq!(c.not_best_because(), None);
+        // Significantly slower, and over the bound: both said.
+        c.rss_to_default = Some(1.5);
+        c.to_best = Some(r(2.0, true));
+        let why = c.not_best_because().unwrap();
+        assert!(
+            why.starts_with("p99 2.00×") && why.ends_with("peak RSS 1.50× the default's"),
+            "{why}"
+        );
     }
 
     #[test]
