@@ -1,7 +1,8 @@
-//! What the crates' bounded fuzzing passes (`tests/fuzz_*.rs`, proptest) share.
+//! What the crates' bounded fuzzing passes (`tests/fuzz_*.rs`, proptest) share, and the scratch
+//! copies of committed fixtures that integration tests change.
 
 use std::borrow::Cow;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use proptest::prelude::*;
@@ -77,4 +78,18 @@ pub fn temp_path(test: &str, ext: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("neurogc-{test}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a temporary directory");
     dir.join(format!("{}.{ext}", N.fetch_add(1, Ordering::Relaxed)))
+}
+
+/// Copies the directory `from` into `to`, recursively (a committed fixture a test may change).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("a directory to copy into");
+    for e in std::fs::read_dir(from).expect("a directory to copy") {
+        let e = e.expect("a directory entry");
+        let dest = to.join(e.file_name());
+        if e.file_type().expect("its type").is_dir() {
+            copy_dir(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), dest).expect("a copied file");
+        }
+    }
 }

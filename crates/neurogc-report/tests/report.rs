@@ -4,6 +4,7 @@
 //! near the measured window, load rows and histograms of all tasks only, logs dropped).
 //! Variants (interrupted, truncated, A/A, collect, malformed) are made from copies of it.
 
+use neurogc_fuzzkit::copy_dir;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -15,19 +16,6 @@ use serde_json::Value;
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bench-2x2")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), dest).unwrap();
-        }
-    }
 }
 
 thread_local! {

@@ -2,6 +2,7 @@
 //! neurogc taking turns on the large-heap workload): the scheduler's decisions taken on the
 //! recorded traffic, without Python.
 
+use neurogc_fuzzkit::copy_dir;
 use std::path::PathBuf;
 
 use neurogc_sim::{simulate, SimulateArgs};
@@ -87,17 +88,4 @@ fn what_cannot_be_replayed_is_named() {
     let e = format!("{:#}", simulate(&a).unwrap_err());
     assert!(e.contains("no requests.csv"), "{e}");
     std::fs::remove_dir_all(&old).unwrap();
-}
-
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), dest).unwrap();
-        }
-    }
 }
