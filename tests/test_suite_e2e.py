@@ -89,19 +89,21 @@ def test_bad_input_is_a_clear_error(tmp_path, args, message):
 
 @pytest.mark.slow
 def test_rate_auto_finds_the_same_capacity_with_long_pauses_as_with_gc_off(tmp_path):
-    """Capacity is the service's: probed under `periodic:3`, a full collection of the large heap
-    every 3 s (pauses of hundreds of ms, one or two in every 5 s probe), it stays near the GC-off
+    """Capacity is the service's: probed under `periodic:5`, a full collection of the large heap
+    every 5 s (a pause of hundreds of ms in about every 5 s probe), it stays near the GC-off
     server's. (Judged by its p99, a probe with one such pause would fail at any rate: 17 req/s
     was "sustained" that way.) Within 20 %, as the issue asks: three bisection steps put two
     searches of one capacity within 9 % of each other (two steps left 19 % to quantisation alone).
 
-    Not `default`: its collections cost CPU in proportion to the request rate (about 1.5 ms per
-    request on this app, a fifth of the GC-off service time), so its capacity really is lower —
-    by 20-25 % on a slow machine (CI found 100 against 130 req/s). A pause every third second
-    (280 ms here) costs the periodic server some 9 %: the capacity under test is the same
-    service's (found: 130 against 140 req/s)."""
+    The pauses' own cost is kept small, so that the capacity under test is the same service's:
+    a 300 ms pause every 5 s is 6 % of the time, and the queue it leaves near capacity (utilisation
+    90 %: 300 ms / 0.1 = 3 s to drain) is gone before the next. Not `default`: its collections cost
+    CPU in proportion to the request rate (about 1.5 ms per request on this app, a fifth of the
+    GC-off service time), so its capacity really is lower (CI: 100 against 130 req/s). Nor a
+    pause every 3 s: its queue does not drain between pauses, which costs more than the pauses'
+    9 % (CI: 110 against 140 req/s)."""
     found = {}
-    for policy in ("gc-off", "periodic:3"):
+    for policy in ("gc-off", "periodic:5"):
         runs = tmp_path / policy.replace(":", "-")
         out = neurogc(
             "bench", "--workload", "large-heap", "--policy", "default", "--rate", "auto",
@@ -118,8 +120,10 @@ def test_rate_auto_finds_the_same_capacity_with_long_pauses_as_with_gc_off(tmp_p
             (events,) = (run / "rate-search").glob("periodic*/gc-events.csv")
             gc = events.read_text().splitlines()
             full = [float(r.split(",")[2]) for r in gc[1:] if r.split(",")[1] == "2"]
-            assert max(full) > 100, full
-    assert 0.8 * found["gc-off"] <= found["periodic:3"] <= 1.2 * found["gc-off"], found
+            long_pauses = [ms for ms in full if ms > 100]
+            (probed,) = [p for p in search["policies"] if p["label"] == policy]
+            assert len(long_pauses) >= len(probed["probes"]) // 2, (full, probed)
+    assert 0.8 * found["gc-off"] <= found["periodic:5"] <= 1.2 * found["gc-off"], found
 
 
 def test_rate_auto_probes_a_bursty_service_steadily_then_runs_it_in_bursts(tmp_path):
