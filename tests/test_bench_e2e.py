@@ -288,6 +288,7 @@ def test_alternating_gives_each_server_its_turns_on_one_core(tmp_path):
     assert "took turns" in (run / "README.md").read_text()
 
 
+@pytest.mark.slow
 def test_rate_auto_finds_a_sustainable_rate_and_runs_below_it(tmp_path):
     runs = tmp_path / "runs"
     out = neurogc(
@@ -534,6 +535,7 @@ def test_bad_input_is_a_clear_error_within_seconds(tmp_path, args, message):
     assert processes_mentioning(str(tmp_path)) == []
 
 
+@pytest.mark.slow
 def test_demo_runs_the_three_phases_and_ends_with_the_report(tmp_path):
     port = free_port()
     out = neurogc(

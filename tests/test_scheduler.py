@@ -152,6 +152,7 @@ def test_on_a_large_heap_it_beats_the_default_p99(tmp_path):
     assert pooled["neurogc"] < pooled["default"], (pooled, turns)
 
 
+@pytest.mark.slow
 def test_on_cycle_leak_the_guard_keeps_its_budget_where_a_freeze_does_not(tmp_path):
     """The cycle-leak workload: documents frozen at warm-up are retired as uploads replace them,
     and only an unfrozen collection frees them. Both servers get the same uploads; under

@@ -126,6 +126,7 @@ def test_rate_auto_finds_the_same_capacity_with_long_pauses_as_with_gc_off(tmp_p
     assert 0.8 * found["gc-off"] <= found["periodic:5"] <= 1.2 * found["gc-off"], found
 
 
+@pytest.mark.slow
 def test_rate_auto_probes_a_bursty_service_steadily_then_runs_it_in_bursts(tmp_path):
     """The capacity search sends steadily whatever bursts the task file asks for (its idle gaps
     would make every probe miss its target rate), under the collector off and the default alike,
