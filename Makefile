@@ -127,13 +127,12 @@ lint: setup
 	$(VENV)/bin/ruff check python tests bench
 	$(VENV)/bin/ruff format --check python tests bench
 
-# --release shares compiled dependencies with the release binary (and trains test models fast).
-# Examples are not linked here (clippy --all-targets in `lint` compiles them): each release
-# binary is link-time optimised on its own, which is also why a crate's integration tests live
-# in one binary (tests/integration/).
+# The test-release profile (Cargo.toml): optimised (the trainer's tests train models fast), not
+# link-time optimised. Examples are not linked here (clippy --all-targets in `lint` compiles
+# them); --tests takes every target with tests (libraries, binaries, tests/), not the fuzzkit.
 test-rust: $(NPM_STAMP)
-	$(CARGO) test --release -q --workspace --exclude neurogc-agent --lib --bins --tests
-	$(CARGO) test --release -q --workspace --exclude neurogc-agent --doc
+	$(CARGO) test --profile test-release -q --workspace --exclude neurogc-agent --tests
+	$(CARGO) test --profile test-release -q --workspace --exclude neurogc-agent --doc
 
 test-python: setup
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m pytest -q -m "not slow" tests
