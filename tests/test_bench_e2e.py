@@ -245,6 +245,7 @@ def test_side_by_side_splits_the_load_per_server(tmp_path):
         assert (run / ref["dir"] / "latency.hlog").exists()
 
 
+@pytest.mark.slow
 def test_alternating_gives_each_server_its_turns_on_one_core(tmp_path):
     runs = tmp_path / "runs"
     out = neurogc(
