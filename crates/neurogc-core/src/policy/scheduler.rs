@@ -980,6 +980,13 @@ mod tests {
     }
 
     /// Started with no warm-up: the first tick may freeze.
+    /// Whether the scheduler unfroze the heap (a re-freeze, or leaving it unfrozen).
+    fn refroze(actions: &[Action]) -> bool {
+        actions
+            .iter()
+            .any(|x| x.action.starts_with("gc.unfreeze()"))
+    }
+
     fn started_now() -> (Scheduler, RecordingGc) {
         started(SchedulerConfig {
             warmup: Duration::ZERO,
@@ -1125,10 +1132,7 @@ mod tests {
         assert!(a[0].action.starts_with("collect(2)"), "{a:?}");
         // Collecting left it above the budget: the next guard turn (a second later) unfreezes.
         let a = s.tick(&mut gc, &obs(2.1, 250, None)).unwrap();
-        assert!(
-            a.iter().any(|x| x.action.starts_with("gc.unfreeze()")),
-            "{a:?}"
-        );
+        assert!(refroze(&a), "{a:?}");
     }
 
     #[test]
@@ -1137,10 +1141,7 @@ mod tests {
         s.tick(&mut gc, &obs(0.1, 100, None)).unwrap();
         // Not 5 s after the freeze yet: RSS alone is no staleness.
         let a = s.tick(&mut gc, &obs(3.0, 150, None)).unwrap();
-        assert!(
-            a.iter().all(|x| !x.action.starts_with("gc.unfreeze()")),
-            "{a:?}"
-        );
+        assert!(!refroze(&a), "{a:?}");
         // Steady, and RSS stays 150 MiB against 100 at the freeze (> 100 × 1.10 + 16).
         let a = s.tick(&mut gc, &obs(7.0, 150, None)).unwrap();
         assert!(a[0].action.starts_with("gc.unfreeze()"), "{a:?}");
@@ -1157,15 +1158,9 @@ mod tests {
         // 250 MiB at the freeze: 25 + 15 MiB more (the traces frozen with it, now dead) is
         // under the 10 % + 16 MiB that makes it stale.
         let a = s.tick(&mut gc, &obs(8.0, 290, None)).unwrap();
-        assert!(
-            a.iter().all(|x| !x.action.starts_with("gc.unfreeze()")),
-            "{a:?}"
-        );
+        assert!(!refroze(&a), "{a:?}");
         let a = s.tick(&mut gc, &obs(9.0, 292, None)).unwrap();
-        assert!(
-            a.iter().any(|x| x.action.starts_with("gc.unfreeze()")),
-            "{a:?}"
-        );
+        assert!(refroze(&a), "{a:?}");
     }
 
     #[test]
@@ -1489,10 +1484,7 @@ mod tests {
         assert!(s.tick(&mut gc, &obs(3.0, 140, None)).unwrap().is_empty());
         // ... until the freeze is stale (5 s after it, 10 % + 16 MiB over it): re-frozen.
         let a = s.tick(&mut gc, &obs(5.5, 140, None)).unwrap();
-        assert!(
-            a.iter().any(|x| x.action.starts_with("gc.unfreeze()")),
-            "{a:?}"
-        );
+        assert!(refroze(&a), "{a:?}");
     }
 
     #[test]
