@@ -98,23 +98,29 @@ impl NativeAgent {
                 }
             }
         };
-        // A model that cannot be used must not take the service down: fall back to `default`
-        // and say why, in the log and in the first sample.
+        // A model that cannot be used must not take the service down: fall back (the scheduler
+        // without its model, else `default`) and say why, in the log and in the first sample.
         let (mut policy, mut actions) = match self.spec.build(&self.spec_text) {
             Ok(policy) => (policy, vec![]),
             Err(reason) => {
+                let (spec, name) = self.spec.fallback();
                 let message = format!(
-                    "policy {:?} cannot start ({reason}); falling back to \"default\"",
+                    "policy {:?} cannot start ({reason}); falling back to {name:?}",
                     self.spec_text
                 );
                 crate::logging::warn(py, &message);
                 let fallback: Box<dyn neurogc_core::policy::Policy> =
-                    Box::new(neurogc_core::policy::DefaultPolicy::new("default"));
-                (fallback, vec![Action::new("fallback to default", message)])
+                    spec.build(name).unwrap_or_else(|_| {
+                        Box::new(neurogc_core::policy::DefaultPolicy::new("default"))
+                    });
+                (
+                    fallback,
+                    vec![Action::new(format!("fallback to {name}"), message)],
+                )
             }
         };
         // Staggered unless it fell back to `default` (which runs no collection).
-        if self.spec.stagger() && actions.is_empty() {
+        if self.spec.stagger() && policy.spec() != "default" {
             policy = self.staggered(py, policy);
         }
         *lock(&self.effective_policy) = policy.spec().to_string();

@@ -30,6 +30,12 @@ pub struct CollectArgs {
     /// The policy the app runs under while collecting.
     #[arg(long, value_name = "SPEC", default_value = "default")]
     pub policy: String,
+    /// Adds collections at random moments (a mean gap of MEAN apart, 2s if not given) to
+    /// CPython's own, and records what each cost and freed: labels for moments the default
+    /// would never have collected at (`neurogc train --model scheduler` learns from them).
+    /// The policy `explore[:MEAN]`.
+    #[arg(long, value_name = "MEAN", num_args = 0..=1, default_missing_value = "2s", value_parser = parse_duration)]
+    pub explore: Option<Duration>,
     /// Do not pin the server and the load generator to separate CPUs.
     #[arg(long)]
     pub no_pin: bool,
@@ -60,7 +66,17 @@ pub fn execute(
     command: Vec<String>,
     dashboard: Dashboard,
 ) -> Result<Collected> {
-    let policy: Policy = policies::parse_all(std::slice::from_ref(&args.policy))?.remove(0);
+    let spec = match args.explore {
+        None => args.policy.clone(),
+        Some(mean) if args.policy == "default" => {
+            format!("explore:{}ms", mean.as_millis())
+        }
+        Some(_) => bail!(
+            "--explore adds random collections to CPython's default: give it without --policy {:?}",
+            args.policy
+        ),
+    };
+    let policy: Policy = policies::parse_all(std::slice::from_ref(&spec))?.remove(0);
     // The seed's load: 100 users, 10 per second.
     let shape = match args.load.plan(Some((100, 10.0)))? {
         LoadPlan::Fixed(shape) => shape,

@@ -34,7 +34,13 @@ impl Injection {
         csv: Option<&Path>,
         gc_events_csv: Option<&Path>,
     ) -> Result<Injection> {
-        policy.parse::<PolicySpec>().map_err(anyhow::Error::new)?;
+        let spec = policy.parse::<PolicySpec>().map_err(anyhow::Error::new)?;
+        // A model that cannot be loaded is an error here, naming the file, not a fallback
+        // found later in the service's log.
+        if spec.model_dir().is_some() {
+            spec.build(policy)
+                .map_err(|e| anyhow::anyhow!("--policy {policy:?}: {e}"))?;
+        }
         if !interval_s.is_finite() || !(0.001..=3600.0).contains(&interval_s) {
             bail!("--interval must be between 0.001 and 3600 seconds, got {interval_s}");
         }

@@ -75,6 +75,21 @@ fn parse_one(text: &str) -> Result<Policy> {
             }
             (s, read_model_json(&abs), "neurogc-seed".to_string())
         }
+        PolicySpec::Neurogc {
+            model: Some(dir), ..
+        } => {
+            let abs = std::path::absolute(dir)
+                .with_context(|| format!("--policy {text:?}: bad model path"))?;
+            // The options after the directory stay as they were given.
+            let options = spec_text
+                .split_once(',')
+                .map_or(String::new(), |(_, o)| format!(",{o}"));
+            (
+                format!("neurogc:{}{options}", abs.display()),
+                None,
+                "neurogc-model".to_string(),
+            )
+        }
         _ => (spec_text.to_string(), None, spec_text.to_string()),
     };
     Ok(Policy {
@@ -114,6 +129,13 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("/nonexistent/model"), "{e}");
+        let e = parse_all(&["neurogc:/nonexistent/sched,warmup=5s".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("/nonexistent/sched") && e.contains("not found"),
+            "{e}"
+        );
         assert!(parse_all(&[]).is_err());
     }
 }

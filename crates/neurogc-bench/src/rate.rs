@@ -292,7 +292,7 @@ fn verdict(p: &Probe, reference: &Probe) -> (bool, String) {
 }
 
 /// Rates to two significant digits at most, so configurations read cleanly.
-fn round_rate(r: f64) -> f64 {
+pub fn round_rate(r: f64) -> f64 {
     if r <= 0.0 {
         return r;
     }

@@ -135,7 +135,7 @@ pub fn run(args: DemoArgs) -> Result<i32> {
     eprintln!("== 2/3 train: the seed's LSTM on those samples");
     let model = collected.run_dir.join("model");
     let mut t = neurogc_train::TrainArgs::new(vec![collected.data.clone()], model.clone());
-    t.epochs = args.epochs;
+    t.epochs = Some(args.epochs);
     t.quiet = true;
     neurogc_train::train_model(&t)?;
     if proc::interrupted() {

@@ -15,10 +15,12 @@ pub mod linalg;
 pub mod meta;
 pub mod model;
 pub mod nets;
+pub mod scheduler;
 
 pub use features::{FeatureVector, FEATURES, N_FEATURES};
 pub use meta::{Architecture, ModelMeta, Normalization};
 pub use model::{Model, ModelError, Predictor};
+pub use scheduler::{SchedulerMeta, SchedulerModel};
 
 /// File names inside a model directory.
 pub const META_FILE: &str = "model.json";

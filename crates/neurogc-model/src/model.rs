@@ -26,7 +26,7 @@ impl ModelError {
             message,
         }
     }
-    fn at(path: &Path, message: impl Into<String>) -> ModelError {
+    pub(crate) fn at(path: &Path, message: impl Into<String>) -> ModelError {
         ModelError {
             path: Some(path.to_path_buf()),
             message: message.into(),
@@ -190,7 +190,18 @@ impl Model {
         let text = String::from_utf8(read_regular(&meta_path)?)
             .map_err(|e| ModelError::at(&meta_path, format!("cannot read: {e}")))?;
         let meta: ModelMeta = serde_json::from_str(&text).map_err(|e| {
-            ModelError::at(&meta_path, format!("not a valid model description: {e}"))
+            let scheduler = serde_json::from_str::<serde_json::Value>(&text).is_ok_and(|v| {
+                v.get("format").and_then(|f| f.as_str()) == Some(crate::scheduler::SCHEDULER_FORMAT)
+            });
+            ModelError::at(
+                &meta_path,
+                if scheduler {
+                    "a scheduler model (for the policy neurogc:DIR), not one of the seed's kind"
+                        .to_string()
+                } else {
+                    format!("not a valid model description: {e}")
+                },
+            )
         })?;
         check_meta(&meta).map_err(|e| ModelError::at(&meta_path, e.message))?;
         let bytes = read_regular(&weights_path)?;
@@ -325,7 +336,7 @@ fn load_net(meta: &ModelMeta, t: &TensorMap) -> Result<Net, ModelError> {
 }
 
 /// Reads a file that must be a regular one: opening a FIFO would block the agent forever.
-fn read_regular(path: &Path) -> Result<Vec<u8>, ModelError> {
+pub(crate) fn read_regular(path: &Path) -> Result<Vec<u8>, ModelError> {
     let err = |e: std::io::Error| ModelError::at(path, format!("cannot read: {e}"));
     let kind = std::fs::metadata(path).map_err(err)?.file_type();
     if !kind.is_file() {

@@ -527,7 +527,8 @@ pub struct SuiteWorkload {
     pub name: String,
     /// Its bench run directory, relative to the suite's.
     pub run: Option<String>,
-    /// The collect run its `neurogc-seed` model was trained on, relative to the suite's.
+    /// The run its models were trained on (`neurogc-seed`'s, the scheduler's), relative to
+    /// the suite's: a collect run, or the explore run that also found its capacity.
     pub collect: Option<String>,
     pub status: RunStatus,
     pub error: Option<String>,

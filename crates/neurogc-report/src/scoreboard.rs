@@ -44,7 +44,9 @@ impl Kind {
         // Every variant named, so a new policy must be classified here to compile.
         match spec.parse::<PolicySpec>() {
             Ok(PolicySpec::GcOff) => Kind::Bound,
-            Ok(PolicySpec::NeurogcSeed { .. } | PolicySpec::Neurogc(_)) => Kind::Learned,
+            Ok(PolicySpec::NeurogcSeed { .. } | PolicySpec::Neurogc { .. }) => Kind::Learned,
+            // Random collections to learn from: no recipe anyone applies, never the best fixed.
+            Ok(PolicySpec::Explore { .. }) => Kind::Learned,
             Ok(
                 PolicySpec::Default
                 | PolicySpec::Threshold(_)

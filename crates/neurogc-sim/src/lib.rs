@@ -71,7 +71,7 @@ fn kind_of(spec: &str) -> Kind {
             Kind::Unfrozen
         }
         Ok(PolicySpec::Freeze { .. }) => Kind::Frozen,
-        Ok(PolicySpec::Neurogc(_)) => Kind::Scheduler,
+        Ok(PolicySpec::Neurogc { .. }) => Kind::Scheduler,
         _ => Kind::Other,
     }
 }

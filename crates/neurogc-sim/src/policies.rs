@@ -279,10 +279,15 @@ pub fn build(spec: &str, cal: &Calibration, middle_per_request: f64) -> Result<B
             fit: need(cal.unfrozen, "full collection of an unfrozen heap")?,
             last: 0,
         }),
-        PolicySpec::Neurogc(cfg) => {
+        PolicySpec::Neurogc { config: cfg, model } => {
             let unfrozen = need(cal.unfrozen, "full collection of an unfrozen heap")?;
             let frozen_fit = need(cal.frozen, "collection after a freeze (a `freeze` trial)")?;
             let mut policy = Scheduler::new(spec, cfg);
+            if let Some(dir) = model {
+                let m = neurogc_model::SchedulerModel::load(&dir)
+                    .map_err(|e| anyhow::anyhow!("{spec}: {e}"))?;
+                policy = policy.with_model(m);
+            }
             let mut gc = SimGc {
                 frozen: false,
                 threshold: [700, 10, 10],
@@ -325,5 +330,8 @@ pub fn build(spec: &str, cal: &Calibration, middle_per_request: f64) -> Result<B
             "{spec}: not modelled: the seed's model reads the process's samples, which the \
              replay does not make"
         ),
+        PolicySpec::Explore { .. } => {
+            bail!("{spec}: not modelled: its collections come at random moments; replay `default`")
+        }
     })
 }

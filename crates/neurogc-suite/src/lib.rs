@@ -2,11 +2,16 @@
 //! and the scoreboard that says, per workload, which fixed policy is best and how far every
 //! policy is from it and from the GC-off bound.
 //!
-//! Per workload, in order: a collect run and the seed's LSTM trained on it (when the policies
-//! include `neurogc-seed`); then one bench run in `--mode turns`: the service's capacity found
-//! on a GC-off server from throughput and queueing (`--rate auto`), every policy's server
-//! started and warmed up alone, then rounds in which each policy holds the load for one turn
-//! while the others are stopped (so no policy gets idle time its traffic would not give it).
+//! When the policies include a model trained per workload (`neurogc-seed`, `neurogc-own`,
+//! `neurogc-loo`), every workload first gets an explore run: its capacity found on a GC-off
+//! and a default server from throughput and queueing (`--rate auto`), then its service under
+//! `explore` (CPython's collector plus collections at random moments) at the suite's share of
+//! that capacity, every request and collection recorded. Then per workload: its models trained
+//! (the seed's LSTM and the scheduler's on its own explore run, the scheduler's on the other
+//! workloads' only) and one bench run in `--mode turns` at that same rate: every policy's
+//! server started and warmed up alone, then rounds in which each policy holds the load for one
+//! turn while the others are stopped (so no policy gets idle time its traffic would not give
+//! it). Without such policies the bench searches the capacity itself.
 //! Rounds pair the policies: the scoreboard compares them round by round. Layout:
 //! [`plan`] flags and defaults · this module the driver · the scoreboard itself is in
 //! `neurogc-report` (`scoreboard`).
@@ -20,8 +25,10 @@ use anyhow::{bail, Context, Result};
 use neurogc_bench::app::{find_python, workloads, Workload};
 use neurogc_bench::args::flags_with_defaults;
 use neurogc_bench::session::{Dashboard, Outcome};
-use neurogc_bench::{bench, collect, proc, BenchArgs, CollectArgs};
-use neurogc_record::{files, write_json_atomic, Mode, RunStatus, SuiteInfo, SuiteWorkload};
+use neurogc_bench::{bench, proc, BenchArgs};
+use neurogc_record::{
+    files, write_json_atomic, Mode, RateSearch, RunRecord, RunStatus, SuiteInfo, SuiteWorkload,
+};
 use neurogc_report::scoreboard::{self, WorkloadRun};
 use neurogc_report::{aggregate, floors, Design, RunData};
 
@@ -65,8 +72,9 @@ fn estimate_s(plan: &Plan, policies: usize) -> f64 {
                 + plan.probe_warmup.as_secs_f64()
                 + 6.0)
     };
-    let seed = if plan.trains_seed_models() {
-        plan.collect.as_secs_f64() + 12.0
+    let trained = PER_WORKLOAD_TOKENS.iter().filter(|t| plan.has(t)).count() as f64;
+    let seed = if plan.trains_models() {
+        plan.collect.as_secs_f64() + plan.warmup.as_secs_f64() + 4.0 + trained * TRAIN_S
     } else {
         0.0
     };
@@ -138,17 +146,75 @@ pub fn run(args: &SuiteArgs) -> Result<SuiteDone> {
     save(&info)?;
     eprintln!("neurogc suite: {}", dir.display());
     let per_workload = estimate_s(&plan, plan.policies.len());
+    if plan.has(plan::SCHEDULER_LOO) && chosen.len() < 2 {
+        bail!(
+            "{}: a model trained on the other workloads needs at least two workloads",
+            plan::SCHEDULER_LOO
+        );
+    }
     let started = Instant::now();
     let mut outcome = Outcome::Complete;
-    for (i, w) in chosen.iter().enumerate() {
+    info.workloads = chosen
+        .iter()
+        .map(|w| SuiteWorkload {
+            name: w.name.clone(),
+            run: None,
+            collect: None,
+            status: RunStatus::Running,
+            error: None,
+        })
+        .collect();
+    save(&info)?;
+    // The ETA learns from the workloads done so far.
+    let eta = |i: usize, phase_done: f64| {
         let done = started.elapsed().as_secs_f64();
-        // The ETA learns from the workloads done so far.
         let per = if i == 0 {
             per_workload
         } else {
-            done / i as f64
+            (done - phase_done) / i as f64
         };
-        let eta = per * (chosen.len() - i) as f64;
+        (done, per)
+    };
+    let mut explored: Vec<Option<Explored>> = chosen.iter().map(|_| None).collect();
+    if plan.trains_models() {
+        for (i, w) in chosen.iter().enumerate() {
+            eprintln!(
+                "== suite explore [{}/{}] {} · capacity, then {} under explore · elapsed {}",
+                i + 1,
+                chosen.len(),
+                w.name,
+                neurogc_report::format::seconds(plan.collect.as_secs_f64()),
+                minutes(started.elapsed().as_secs_f64()),
+            );
+            let after = Duration::from_secs_f64(per_workload * (chosen.len() - i) as f64);
+            let entry = &mut info.workloads[i];
+            match explore(&dir, &python, w, &plan, after) {
+                Ok(x) => {
+                    entry.collect = Some(relative(&dir, &x.run_dir));
+                    explored[i] = Some(x);
+                }
+                Err(e) => {
+                    eprintln!("neurogc suite: {}: {e:#}", w.name);
+                    entry.status = failed_or_interrupted();
+                    entry.error = Some(format!("explore run: {e:#}"));
+                }
+            }
+            save(&info)?;
+            if proc::interrupted() {
+                outcome = Outcome::Interrupted;
+                break;
+            }
+        }
+    }
+    let benches_from = started.elapsed().as_secs_f64();
+    for (i, w) in chosen.iter().enumerate() {
+        if outcome == Outcome::Interrupted {
+            break;
+        }
+        if info.workloads[i].status != RunStatus::Running {
+            continue;
+        }
+        let (done, per) = eta(i, benches_from);
         eprintln!(
             "== suite [{}/{}] {} · {} policies · elapsed {} · ETA {}",
             i + 1,
@@ -156,20 +222,27 @@ pub fn run(args: &SuiteArgs) -> Result<SuiteDone> {
             w.name,
             plan.policies.len(),
             minutes(done),
-            minutes(eta)
+            minutes(per * (chosen.len() - i) as f64)
         );
-        let mut entry = SuiteWorkload {
-            name: w.name.clone(),
-            run: None,
-            collect: None,
-            status: RunStatus::Running,
-            error: None,
-        };
-        info.workloads.push(entry.clone());
-        save(&info)?;
         // The workloads after this one, for the whole suite's ETA on every progress line.
         let after = Duration::from_secs_f64(per * (chosen.len() - i - 1) as f64);
-        let result = run_workload(&dir, &python, w, &plan, after, &mut entry);
+        let others: Vec<&Path> = explored
+            .iter()
+            .enumerate()
+            .filter(|&(j, _)| j != i)
+            .filter_map(|(_, x)| x.as_ref().map(|x| x.run_dir.as_path()))
+            .collect();
+        let mut entry = info.workloads[i].clone();
+        let result = run_workload(
+            &dir,
+            &python,
+            w,
+            &plan,
+            after,
+            explored[i].as_ref(),
+            &others,
+            &mut entry,
+        );
         match result {
             Ok(o) => {
                 entry.status = match o {
@@ -180,21 +253,20 @@ pub fn run(args: &SuiteArgs) -> Result<SuiteDone> {
             }
             Err(e) => {
                 eprintln!("neurogc suite: {}: {e:#}", w.name);
-                entry.status = if proc::interrupted() {
-                    RunStatus::Interrupted
-                } else {
-                    RunStatus::Failed
-                };
+                entry.status = failed_or_interrupted();
                 entry.error = Some(format!("{e:#}"));
             }
         }
-        *info.workloads.last_mut().expect("just pushed") = entry;
+        info.workloads[i] = entry;
         save(&info)?;
         if proc::interrupted() {
             outcome = Outcome::Interrupted;
             break;
         }
     }
+    // Workloads never reached stay out of the record.
+    info.workloads
+        .retain(|w| !(w.status == RunStatus::Running && w.run.is_none() && w.collect.is_none()));
     info.finished = Some(neurogc_units::unix_now());
     info.status = match outcome {
         Outcome::Complete
@@ -246,31 +318,98 @@ fn relative(dir: &Path, p: &Path) -> String {
     p.strip_prefix(dir).unwrap_or(p).display().to_string()
 }
 
-/// One workload: collect and train (for `neurogc-seed`), then the turns bench.
+fn failed_or_interrupted() -> RunStatus {
+    if proc::interrupted() {
+        RunStatus::Interrupted
+    } else {
+        RunStatus::Failed
+    }
+}
+
+/// A workload's explore run: where it is, the capacity it found, its samples.
+struct Explored {
+    run_dir: PathBuf,
+    rate: RateSearch,
+    samples: PathBuf,
+}
+
+/// The workload's capacity (as its bench would search it), then its service under `explore`
+/// at the suite's share of it, for `plan.collect`: the data every model of it is trained on.
+fn explore(
+    dir: &Path,
+    python: &Path,
+    w: &Workload,
+    plan: &Plan,
+    after: Duration,
+) -> Result<Explored> {
+    let mut b = bench_args(dir, python, w, plan)?;
+    b.then = after;
+    b.policies = vec!["explore".into()];
+    b.output.name = Some(format!("{}-explore", w.name));
+    b.mode = Some(Mode::Sequential);
+    b.slice = None;
+    b.duration = plan.collect;
+    // Samples twice a second, as the seed's collect runs took them.
+    b.app.interval = Duration::from_millis(500);
+    let done = bench::execute(&b, std::env::args().collect(), Dashboard::default())?;
+    if done.outcome == Outcome::Interrupted {
+        bail!("interrupted while exploring");
+    }
+    let record = RunRecord::open(&done.run_dir)?;
+    let rate = record
+        .rate_search
+        .clone()
+        .context("the explore run recorded no capacity (rate-search.json)")?;
+    let samples = record
+        .trials
+        .first()
+        .context("the explore run has no trial")?
+        .file(files::SAMPLES);
+    Ok(Explored {
+        run_dir: done.run_dir,
+        rate,
+        samples,
+    })
+}
+
+/// One workload: its models trained, then the turns bench (at the explore run's rate).
+#[allow(clippy::too_many_arguments)]
 fn run_workload(
     dir: &Path,
     python: &Path,
     w: &Workload,
     plan: &Plan,
     after: Duration,
+    explored: Option<&Explored>,
+    others: &[&Path],
     entry: &mut SuiteWorkload,
 ) -> Result<Outcome> {
     let mut b = bench_args(dir, python, w, plan)?;
     b.then = after;
-    let auto = plan.rate.is_none();
-    let bench_s = bench::planned_s(&b, Mode::Turns, plan.policies.len(), auto);
+    b.known_rate = explored.map(|x| x.rate.clone());
     let mut policies: Vec<String> = Vec::new();
     for p in &plan.policies {
-        if p == plan::SEED_PER_WORKLOAD {
-            let then = after + Duration::from_secs_f64(TRAIN_S + bench_s);
-            let model = train_seed_model(dir, python, w, plan, then, entry)?;
-            if proc::interrupted() {
-                return Ok(Outcome::Interrupted);
-            }
-            policies.push(format!("neurogc-seed=neurogc-seed:{}", model.display()));
-        } else {
+        let Some(token) = plan::PER_WORKLOAD.iter().find(|t| *t == p) else {
             // The bench labels a spec by its text, or takes `LABEL=SPEC` as given.
             policies.push(p.clone());
+            continue;
+        };
+        let x = explored.context("no explore run to train its models on")?;
+        let model = match *token {
+            plan::SEED_PER_WORKLOAD => train_seed_model(&x.samples, &x.run_dir, plan)?,
+            plan::SCHEDULER_OWN => {
+                train_scheduler_model(&[&x.run_dir], &x.run_dir.join("scheduler-own"))?
+            }
+            _ => train_scheduler_model(others, &x.run_dir.join("scheduler-loo"))?,
+        };
+        let spec = if *token == plan::SEED_PER_WORKLOAD {
+            format!("neurogc-seed:{}", model.display())
+        } else {
+            format!("neurogc:{}", model.display())
+        };
+        policies.push(format!("{token}={spec}"));
+        if proc::interrupted() {
+            return Ok(Outcome::Interrupted);
         }
     }
     b.policies = policies;
@@ -282,8 +421,9 @@ fn run_workload(
     Ok(done.outcome)
 }
 
-/// Seconds the seed's model takes to train after its collect, for the ETA.
-const TRAIN_S: f64 = 12.0;
+/// Seconds a model takes to train, for the ETA.
+const TRAIN_S: f64 = 15.0;
+const PER_WORKLOAD_TOKENS: [&str; 3] = plan::PER_WORKLOAD;
 
 /// The workload's turns bench, its policies still to be filled in.
 fn bench_args(dir: &Path, python: &Path, w: &Workload, plan: &Plan) -> Result<BenchArgs> {
@@ -310,39 +450,36 @@ fn bench_args(dir: &Path, python: &Path, w: &Workload, plan: &Plan) -> Result<Be
     Ok(b)
 }
 
-/// Collects the workload under CPython's own GC with the seed's Locust-style load and trains
-/// the seed's LSTM on it; returns the model directory.
-fn train_seed_model(
-    dir: &Path,
-    python: &Path,
-    w: &Workload,
-    plan: &Plan,
-    then: Duration,
-    entry: &mut SuiteWorkload,
-) -> Result<PathBuf> {
-    let mut c: CollectArgs = flags_with_defaults(&[])?;
-    c.then = then;
-    c.app.workload = Some(w.name.clone());
-    c.app.python = Some(python.to_path_buf());
-    c.app.interval = Duration::from_millis(500);
-    c.output.runs_dir = dir.to_path_buf();
-    c.output.name = Some(format!("{}-collect", w.name));
-    c.run_time = plan.collect;
-    c.warmup = Duration::from_secs(3);
-    c.load.users = Some(20);
-    c.load.spawn_rate = Some(10.0);
-    c.dashboard.no_dashboard = true;
-    let collected = collect::execute(&c, std::env::args().collect(), Dashboard::default())?;
-    entry.collect = Some(relative(dir, &collected.run_dir));
-    if collected.outcome == Outcome::Interrupted {
-        bail!("interrupted while collecting");
-    }
-    let model = collected.run_dir.join("model");
-    let mut t = neurogc_train::TrainArgs::new(vec![collected.data.clone()], model.clone());
-    t.epochs = plan.epochs;
+/// The seed's LSTM on the explore run's samples; returns the model directory.
+fn train_seed_model(samples: &Path, run_dir: &Path, plan: &Plan) -> Result<PathBuf> {
+    let model = run_dir.join("model");
+    let mut t = neurogc_train::TrainArgs::new(vec![samples.to_path_buf()], model.clone());
+    t.epochs = Some(plan.epochs);
     t.quiet = true;
     neurogc_train::train_model(&t).context("training the seed's model")?;
     Ok(model)
+}
+
+/// The scheduler's model on `runs`; returns the model directory.
+fn train_scheduler_model(runs: &[&Path], out: &Path) -> Result<PathBuf> {
+    if runs.is_empty() {
+        bail!("no explore run to train the scheduler's model on");
+    }
+    let mut t = neurogc_train::TrainArgs::new(
+        runs.iter().map(|p| p.to_path_buf()).collect(),
+        out.to_path_buf(),
+    );
+    t.model = neurogc_train::Kind::Scheduler;
+    t.quiet = true;
+    let report = neurogc_train::train_scheduler(&t).context("training the scheduler's model")?;
+    let m = &report.meta.quiet.metrics;
+    eprintln!(
+        "neurogc suite: scheduler model {}: held-out Brier {:.4} (survival estimate {:.4})",
+        out.display(),
+        m.val_brier.unwrap_or(f64::NAN),
+        m.val_brier_survival.unwrap_or(f64::NAN)
+    );
+    Ok(out.to_path_buf())
 }
 
 /// Scores every workload that has a run and writes README.md, scoreboard.json and the heat map.

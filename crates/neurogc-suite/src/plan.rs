@@ -22,6 +22,8 @@ pub const DEFAULT_POLICIES: &[&str] = &[
     "gc-off",
     SEED_PER_WORKLOAD,
     "neurogc",
+    SCHEDULER_OWN,
+    SCHEDULER_LOO,
 ];
 
 /// `--quick`'s: the recipes that win somewhere, the bound and the scheduler. Left out: the seed's
@@ -37,8 +39,14 @@ pub const QUICK_POLICIES: &[&str] = &[
     "neurogc",
 ];
 
-/// `neurogc-seed` without a model: a model trained on each workload's own collect run.
+/// `neurogc-seed` without a model: a model trained on each workload's own explore run.
 pub const SEED_PER_WORKLOAD: &str = "neurogc-seed";
+/// `neurogc` with a model trained on the workload's own explore run.
+pub const SCHEDULER_OWN: &str = "neurogc-own";
+/// `neurogc` with a model trained on the other workloads' explore runs only (leave one out).
+pub const SCHEDULER_LOO: &str = "neurogc-loo";
+/// The policies the suite fills in per workload with a model it trains.
+pub const PER_WORKLOAD: [&str; 3] = [SEED_PER_WORKLOAD, SCHEDULER_OWN, SCHEDULER_LOO];
 
 /// `neurogc suite`.
 #[derive(clap::Args, Debug, Clone)]
@@ -51,10 +59,12 @@ pub struct SuiteArgs {
     #[arg(long, value_name = "W,...", value_delimiter = ',')]
     pub workloads: Vec<String>,
     /// Policies, comma-separated (commas inside a spec stay with it: `default,threshold:50000,20,20`).
-    /// `neurogc-seed` alone trains the seed's LSTM on each workload's own collect run.
-    /// [default: default, freeze:3, threshold:50000,20,20, threshold:50000,500,1000, periodic:1,
-    /// periodic:5, periodic:10, gc-off (the bound), neurogc-seed, neurogc; --quick: without
-    /// the periodic ones and neurogc-seed]
+    /// `neurogc-seed` alone trains the seed's LSTM on each workload's own explore run,
+    /// `neurogc-own` the scheduler's model on it, `neurogc-loo` the scheduler's model on the
+    /// other workloads' explore runs. [default: default, freeze:3, threshold:50000,20,20,
+    /// threshold:50000,500,1000, periodic:1, periodic:5, periodic:10, gc-off (the bound),
+    /// neurogc-seed, neurogc, neurogc-own, neurogc-loo; --quick: without the periodic ones and
+    /// the trained models]
     #[arg(long, value_name = "P,...")]
     pub policies: Option<String>,
     /// Rounds per workload: each policy gets one turn per round [default: 5, --quick 2].
@@ -172,9 +182,15 @@ impl Plan {
         Ok(plan)
     }
 
-    /// Whether a model is trained per workload.
-    pub fn trains_seed_models(&self) -> bool {
-        self.policies.iter().any(|p| p == SEED_PER_WORKLOAD)
+    /// Whether a model is trained per workload (on an explore run before the benches).
+    pub fn trains_models(&self) -> bool {
+        self.policies
+            .iter()
+            .any(|p| PER_WORKLOAD.contains(&p.as_str()))
+    }
+
+    pub fn has(&self, token: &str) -> bool {
+        self.policies.iter().any(|p| p == token)
     }
 }
 
@@ -202,7 +218,7 @@ pub fn split_policies(text: &str) -> Result<Vec<String>> {
         bail!("--policies {text:?}: empty policy");
     }
     for p in &out {
-        if p == SEED_PER_WORKLOAD {
+        if PER_WORKLOAD.contains(&p.as_str()) {
             continue;
         }
         // `LABEL=SPEC`, as the bench reads it: a label has no ':' or ','.
@@ -227,6 +243,9 @@ fn policy_name(part: &str) -> Option<&str> {
         "gc-off",
         "neurogc-seed",
         "neurogc",
+        "neurogc-own",
+        "neurogc-loo",
+        "explore",
     ];
     NAMES.contains(&name).then_some(name)
 }
@@ -278,7 +297,8 @@ mod tests {
         assert!(quick.probe < full.probe && quick.rate_policies.len() < full.rate_policies.len());
         // Every quick policy is on the full scoreboard.
         assert!(quick.policies.iter().all(|p| full.policies.contains(p)));
-        assert!(full.trains_seed_models() && !quick.trains_seed_models());
+        assert!(full.trains_models() && !quick.trains_models());
+        assert!(full.has(SCHEDULER_OWN) && full.has(SCHEDULER_LOO));
         assert!(full.policies.contains(&"neurogc".to_string()));
     }
 }

@@ -10,6 +10,7 @@ pub mod forest;
 pub mod import;
 pub mod model_io;
 pub mod nets;
+pub mod scheduler;
 pub mod train;
 pub mod windows;
 
@@ -25,15 +26,20 @@ pub enum Kind {
     Transformer,
     Feedforward,
     Forest,
+    /// The `neurogc` scheduler's model, from run directories (not sample CSVs).
+    Scheduler,
 }
 
 /// Train a model on sample CSVs (ours or the seed's).
 #[derive(clap::Args, Debug, Clone)]
 pub struct TrainArgs {
-    /// Sample CSV; repeat for more files (each is its own time series).
-    #[arg(long = "data", required = true, value_name = "FILE.csv")]
+    /// Sample CSV; repeat for more files (each is its own time series). With `--model
+    /// scheduler`: a run directory of `neurogc collect` or `bench` (repeatable).
+    #[arg(long = "data", required = true, value_name = "FILE.csv|RUN_DIR")]
     pub data: Vec<PathBuf>,
-    /// The model: the seed's LSTM, a Transformer, a feed-forward net, or a random forest.
+    /// The model: the seed's LSTM, a Transformer, a feed-forward net, a random forest, or the
+    /// `neurogc` scheduler's (its quiet-window net and the service's priors, from run
+    /// directories; the policy `neurogc:DIR` reads it).
     #[arg(long, value_enum, default_value = "lstm")]
     pub model: Kind,
     /// Output model directory (model.json + model.safetensors).
@@ -45,15 +51,15 @@ pub struct TrainArgs {
     /// Samples per window [default: 10 for lstm/transformer, 20 for feedforward/forest].
     #[arg(long)]
     pub window: Option<usize>,
-    /// Passes over the training windows (neural models).
-    #[arg(long, default_value_t = 100)]
-    pub epochs: usize,
-    /// Windows per gradient step (neural models).
-    #[arg(long, default_value_t = 32)]
-    pub batch: usize,
-    /// Adam's learning rate (neural models).
-    #[arg(long, default_value_t = 1e-3)]
-    pub lr: f64,
+    /// Passes over the training windows (neural models) [default: 100; scheduler: 12].
+    #[arg(long)]
+    pub epochs: Option<usize>,
+    /// Windows per gradient step (neural models) [default: 32; scheduler: 256].
+    #[arg(long)]
+    pub batch: Option<usize>,
+    /// Adam's learning rate (neural models) [default: 0.001; scheduler: 0.002].
+    #[arg(long)]
+    pub lr: Option<f64>,
     /// Seed for weight initialisation, shuffling, dropout and the forest's sampling.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
@@ -63,12 +69,12 @@ pub struct TrainArgs {
     /// Trigger threshold stored with the model.
     #[arg(long, default_value_t = 0.7)]
     pub threshold: f32,
-    /// LSTM hidden size / Transformer d_model.
+    /// LSTM hidden size / Transformer d_model [default: 64; scheduler: 16].
     #[arg(long)]
     pub hidden: Option<usize>,
-    /// LSTM or Transformer layers.
-    #[arg(long, default_value_t = 2)]
-    pub layers: usize,
+    /// LSTM or Transformer layers [default: 2; scheduler: 1].
+    #[arg(long)]
+    pub layers: Option<usize>,
     /// Dropout probability while training (neural models).
     #[arg(long, default_value_t = 0.2)]
     pub dropout: f32,
@@ -100,6 +106,11 @@ pub struct TrainArgs {
 
 /// `neurogc train`: trains, prints what the model learned, saves it.
 pub fn run_train(args: TrainArgs) -> Result<i32> {
+    if args.model == Kind::Scheduler {
+        let report = train_scheduler(&args)?;
+        scheduler::print_report(&report, &args.out);
+        return Ok(0);
+    }
     let report = train_model(&args)?;
     print_report(&report, &args.out);
     Ok(0)
@@ -123,22 +134,26 @@ impl TrainArgs {
 /// Trains and saves the model `args` describes; warnings about the data go to stderr.
 /// Every flag is checked before any data is read.
 pub fn train_model(args: &TrainArgs) -> Result<train::TrainReport> {
+    if args.model == Kind::Scheduler {
+        bail!("--model scheduler trains from run directories: use train_scheduler");
+    }
     let labeller = windows::labeller(&args.target).map_err(anyhow::Error::msg)?;
     let window = args.window.unwrap_or(match args.model {
         Kind::Lstm | Kind::Transformer => 10,
-        Kind::Feedforward | Kind::Forest => 20,
+        Kind::Feedforward | Kind::Forest | Kind::Scheduler => 20,
     });
+    let layers = args.layers.unwrap_or(2);
     train::check_window(window)?;
     let architecture = match args.model {
         Kind::Lstm => Architecture::Lstm {
             hidden: args.hidden.unwrap_or(64),
-            layers: args.layers,
+            layers,
             dropout: args.dropout,
         },
         Kind::Transformer => Architecture::Transformer {
             d_model: args.hidden.unwrap_or(64),
             heads: args.heads,
-            layers: args.layers,
+            layers,
             ff_dim: args.ff_dim,
             dropout: args.dropout,
         },
@@ -154,13 +169,14 @@ pub fn train_model(args: &TrainArgs) -> Result<train::TrainReport> {
                 .max_features
                 .unwrap_or((neurogc_model::model::forest_input_len(window) / 3).max(1)),
         },
+        Kind::Scheduler => unreachable!("returned above"),
     };
     let config = train::TrainConfig {
         architecture,
         window,
-        epochs: args.epochs,
-        batch: args.batch,
-        lr: args.lr,
+        epochs: args.epochs.unwrap_or(100),
+        batch: args.batch.unwrap_or(32),
+        lr: args.lr.unwrap_or(1e-3),
         seed: args.seed,
         val_fraction: args.val_fraction,
         threshold: args.threshold,
@@ -179,6 +195,25 @@ pub fn train_model(args: &TrainArgs) -> Result<train::TrainReport> {
         eprintln!("warning: {w}");
     }
     Ok(report)
+}
+
+/// Trains the scheduler's model on the run directories `args.data` names.
+pub fn train_scheduler(args: &TrainArgs) -> Result<scheduler::SchedulerReport> {
+    let cfg = scheduler::SchedulerConfig {
+        runs: args.data.clone(),
+        out: args.out.clone(),
+        hidden: args.hidden.unwrap_or(16),
+        layers: args.layers.unwrap_or(1),
+        epochs: args.epochs.unwrap_or(12),
+        batch: args.batch.unwrap_or(256),
+        lr: args.lr.unwrap_or(2e-3),
+        seed: args.seed,
+        val_fraction: args.val_fraction,
+        per_trial: 6000,
+        quiet: args.quiet,
+    };
+    cfg.check()?;
+    scheduler::train(&cfg)
 }
 
 fn fmt_opt(v: Option<f64>) -> String {

@@ -29,6 +29,15 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 pub fn save(dir: &Path, meta: &ModelMeta, tensors: &[(String, Saved)]) -> Result<()> {
+    save_json(dir, meta, tensors)
+}
+
+/// [`save`] for any description (the scheduler's model has its own `model.json`).
+pub fn save_json(
+    dir: &Path,
+    meta: &impl serde::Serialize,
+    tensors: &[(String, Saved)],
+) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let bytes: Vec<(String, Dtype, Vec<usize>, Vec<u8>)> = tensors
         .iter()

@@ -5,7 +5,7 @@ use candle_core::{DType, Device, IndexOp, Module, Result, Tensor, Var, D};
 use candle_nn::rnn::{LSTMConfig, RNN};
 use candle_nn::{LayerNorm, Linear, VarBuilder, VarMap, LSTM};
 use neurogc_model::nets::sinusoidal_positions;
-use neurogc_model::{Architecture, N_FEATURES};
+use neurogc_model::Architecture;
 
 use neurogc_rng::Rng;
 
@@ -80,8 +80,15 @@ pub struct EncoderLayer {
 }
 
 impl Net {
-    /// Creates the parameters in `varmap` (seeded) and the modules over them.
-    pub fn new(arch: &Architecture, window: usize, varmap: &VarMap, rng: &mut Rng) -> Result<Net> {
+    /// Creates the parameters in `varmap` (seeded) and the modules over them, for windows of
+    /// `window` steps of `inputs` values each.
+    pub fn new(
+        arch: &Architecture,
+        window: usize,
+        inputs: usize,
+        varmap: &VarMap,
+        rng: &mut Rng,
+    ) -> Result<Net> {
         let vb = VarBuilder::from_varmap(varmap, DType::F32, &Device::Cpu);
         match arch {
             Architecture::Lstm {
@@ -92,7 +99,7 @@ impl Net {
                 let bound = 1.0 / (*hidden as f32).sqrt();
                 let mut built = Vec::new();
                 for k in 0..*layers {
-                    let inp = if k == 0 { N_FEATURES } else { *hidden };
+                    let inp = if k == 0 { inputs } else { *hidden };
                     init(
                         varmap,
                         &format!("lstm.weight_ih_l{k}"),
@@ -142,7 +149,7 @@ impl Net {
                 dropout,
             } => {
                 let d = *d;
-                init_linear(varmap, "input_proj", d, N_FEATURES, rng)?;
+                init_linear(varmap, "input_proj", d, inputs, rng)?;
                 let mut built = Vec::new();
                 for k in 0..*layers {
                     let p = format!("encoder.layers.{k}");
@@ -181,7 +188,7 @@ impl Net {
                 }
                 init_linear(varmap, "fc", 1, d, rng)?;
                 Ok(Net::Transformer {
-                    input_proj: candle_nn::linear(N_FEATURES, d, vb.pp("input_proj"))?,
+                    input_proj: candle_nn::linear(inputs, d, vb.pp("input_proj"))?,
                     layers: built,
                     fc: candle_nn::linear(d, 1, vb.pp("fc"))?,
                     positions: Tensor::from_vec(
@@ -194,7 +201,7 @@ impl Net {
                 })
             }
             Architecture::Feedforward { hidden, dropout } => {
-                let mut sizes = vec![window * N_FEATURES];
+                let mut sizes = vec![window * inputs];
                 sizes.extend_from_slice(hidden);
                 sizes.push(1);
                 let mut layers = Vec::new();
@@ -212,7 +219,7 @@ impl Net {
         }
     }
 
-    /// `x`: `[batch, window, N_FEATURES]` normalised → `[batch]` in (0, 1). Dropout only when
+    /// `x`: `[batch, window, inputs]` normalised → `[batch]` in (0, 1). Dropout only when
     /// `rng` is given (training).
     pub fn forward(&self, x: &Tensor, mut rng: Option<&mut Rng>) -> Result<Tensor> {
         let mut drop = |t: Tensor, p: f32| -> Result<Tensor> {

@@ -177,7 +177,7 @@ fn mse(pred: &[f32], y: &[f32]) -> f64 {
         / y.len().max(1) as f64
 }
 
-fn progress(epochs: usize, quiet: bool) -> ProgressBar {
+pub(crate) fn progress(epochs: usize, quiet: bool) -> ProgressBar {
     if quiet {
         return ProgressBar::hidden();
     }
@@ -368,7 +368,7 @@ fn fit_net(
     rng: &mut Rng,
 ) -> Result<Fitted> {
     let varmap = VarMap::new();
-    let net = Net::new(arch, config.window, &varmap, rng)?;
+    let net = Net::new(arch, config.window, N_FEATURES, &varmap, rng)?;
     // Adam = AdamW without weight decay (candle's default decay is 0.01).
     let params = ParamsAdamW {
         lr: config.lr,
@@ -425,7 +425,7 @@ fn fit_net(
     ))
 }
 
-fn export(varmap: &VarMap) -> Result<Vec<(String, Saved)>> {
+pub(crate) fn export(varmap: &VarMap) -> Result<Vec<(String, Saved)>> {
     let data = varmap.data().lock().expect("varmap lock");
     let mut names: Vec<&String> = data.keys().collect();
     names.sort();

@@ -6,6 +6,7 @@
 //! so their logic is testable here without Python. Any policy that turns automatic collection off
 //! is wrapped in a [`guard::MemoryGuard`], so memory cannot grow without bound.
 
+pub mod explore;
 pub mod guard;
 pub mod scheduler;
 pub mod seed;
@@ -16,6 +17,7 @@ pub mod young;
 
 use std::time::Duration;
 
+pub use explore::ExplorePolicy;
 pub use guard::{GuardConfig, MemoryGuard};
 pub use scheduler::{Scheduler, SchedulerConfig};
 pub use seed::SeedPolicy;
@@ -44,10 +46,12 @@ pub enum Trigger {
     Growth,
     /// The frozen part went stale: unfreeze, collect, freeze.
     Stale,
+    /// A collection at a random moment (`explore`), to learn from.
+    Explore,
 }
 
 impl Trigger {
-    pub const ALL: [Trigger; 8] = [
+    pub const ALL: [Trigger; 9] = [
         Trigger::Freeze,
         Trigger::Timer,
         Trigger::Guard,
@@ -56,6 +60,7 @@ impl Trigger {
         Trigger::Quiet,
         Trigger::Growth,
         Trigger::Stale,
+        Trigger::Explore,
     ];
 
     /// The `trigger` column of the GC events CSV.
@@ -69,6 +74,7 @@ impl Trigger {
             Trigger::Quiet => "quiet",
             Trigger::Growth => "growth",
             Trigger::Stale => "stale",
+            Trigger::Explore => "explore",
         }
     }
 
@@ -281,6 +287,8 @@ pub(crate) mod testing {
         pub freed: u64,
         /// What `freeze_count` answers.
         pub frozen: Option<u64>,
+        /// Why each collection ran.
+        pub triggers: Vec<Trigger>,
     }
 
     impl Default for RecordingGc {
@@ -294,13 +302,15 @@ pub(crate) mod testing {
                 rss: None,
                 freed: 0,
                 frozen: None,
+                triggers: Vec::new(),
             }
         }
     }
 
     impl GcControl for RecordingGc {
-        fn collect(&mut self, generation: u8, _intent: Intent) -> Result<u64, GcError> {
+        fn collect(&mut self, generation: u8, intent: Intent) -> Result<u64, GcError> {
             self.calls.push(format!("collect({generation})"));
+            self.triggers.push(intent.trigger);
             std::thread::sleep(self.pause);
             Ok(self.freed)
         }

@@ -31,6 +31,9 @@
 
 use std::time::Duration;
 
+use neurogc_model::scheduler::quiet_inputs;
+use neurogc_model::SchedulerModel;
+
 use super::young::{Window, YoungThreshold, YoungTuner};
 use super::{Action, Collector, GcControl, GcError, Intent, Observation, Policy, Trigger};
 
@@ -190,6 +193,12 @@ pub struct Scheduler {
     growth_freed_little: bool,
     /// The heap turns over faster than a freeze lasts: it stays unfrozen.
     no_freeze: bool,
+    /// A model trained on the service (`neurogc:MODEL_DIR`): its priors stand in for the
+    /// built-in guesses until the scheduler's own collections teach it, and its net answers
+    /// the quiet-window question.
+    model: Option<SchedulerModel>,
+    /// The net's scratch memory (no allocation per question).
+    scratch: Vec<f32>,
 }
 
 /// A collection for memory growth that frees fewer objects than this found no garbage where it
@@ -237,6 +246,8 @@ const PROBE_EVERY: u32 = 8;
 #[derive(Clone, Debug, Default, PartialEq)]
 struct PauseModel {
     points: std::collections::VecDeque<(f64, f64)>,
+    /// `(a, b)` from a model of the service, until three points exist.
+    prior: Option<(f64, f64)>,
 }
 
 impl PauseModel {
@@ -249,11 +260,11 @@ impl PauseModel {
         self.points.push_back((t, ms));
     }
 
-    /// `(a, b)` once three points exist; with one interval length only, all of the pause is
-    /// taken as growth (`a` = 0).
+    /// `(a, b)` once three points exist (before, the prior, if any); with one interval length
+    /// only, all of the pause is taken as growth (`a` = 0).
     fn fit(&self) -> Option<(f64, f64)> {
         if self.points.len() < 3 {
-            return None;
+            return self.prior;
         }
         let n = self.points.len() as f64;
         let (st, sp) = self
@@ -318,7 +329,73 @@ impl Scheduler {
             held: false,
             growth_freed_little: false,
             no_freeze: false,
+            model: None,
+            scratch: Vec::new(),
         }
+    }
+
+    /// The scheduler with a model of the service (`neurogc:MODEL_DIR`).
+    pub fn with_model(mut self, model: SchedulerModel) -> Self {
+        let p = &model.meta.priors;
+        self.pause_model.prior = p.unfrozen_a_ms.zip(p.unfrozen_b_ms);
+        self.scratch = model.scratch();
+        self.model = Some(model);
+        self
+    }
+
+    /// What the model brings, for the start action.
+    fn model_summary(&self) -> String {
+        let Some(m) = &self.model else {
+            return "no model: every estimate is learned online".into();
+        };
+        let p = &m.meta.priors;
+        let ms = |v: Option<f64>| v.map_or("none".to_string(), |v| format!("{v:.1} ms"));
+        format!(
+            "model trained on {} run(s): quiet windows by its net; priors: full pause {}, \
+             unfrozen pause {} + {} per request",
+            m.meta.data.len(),
+            ms(p.full_pause_ms),
+            ms(p.unfrozen_a_ms),
+            p.unfrozen_b_ms
+                .map_or("none".into(), |b| format!("{b:.3} ms"))
+        )
+    }
+
+    /// The pause of a full collection of the whole heap, before one is measured.
+    fn prior_full_ms(&self) -> f64 {
+        self.model
+            .as_ref()
+            .and_then(|m| m.meta.priors.full_pause_ms)
+            .unwrap_or(PRIOR_FULL_MS)
+    }
+
+    /// The pause of a collection of what the freeze left, before one is measured: the model's
+    /// `a + b·w` for the work since the last full collection, else the built-in guess.
+    fn prior_frozen_ms(&self, obs: &Observation) -> f64 {
+        match self.pause_model.prior {
+            Some((a, b)) => a + b * (Self::work(obs) - self.last_full_work).max(0.0),
+            None => PRIOR_FROZEN_MS,
+        }
+    }
+
+    /// The chance that a pause of `pause_ms` starting now meets no request: nothing in flight
+    /// and no arrival during it. The model's net answers where there is one and enough history,
+    /// else the survival of the recent gaps ([`crate::traffic`]). The second value says which.
+    fn quiet_chance(&mut self, obs: &Observation, pause_ms: f64) -> (f64, &'static str) {
+        let Some(t) = obs.traffic else {
+            return (1.0, "");
+        };
+        if t.in_flight > 0 {
+            return (0.0, "");
+        }
+        let pause = Duration::from_secs_f64(pause_ms / 1e3);
+        if let Some(model) = &self.model {
+            if let Some(x) = quiet_inputs(t.arrivals, t.now_ns, pause.as_nanos() as u64) {
+                let p = model.quiet_chance(&x, &mut self.scratch);
+                return (f64::from(p), " (model)");
+            }
+        }
+        (t.quiet_chance(pause), "")
     }
 
     /// The RSS budget in force.
@@ -392,12 +469,13 @@ impl Scheduler {
         }
     }
 
-    fn predicted_pause_ms(&self, plan: &Plan) -> f64 {
+    fn predicted_pause_ms(&self, plan: &Plan, obs: &Observation) -> f64 {
+        let full = self.pause_full.or(self.prior_full_ms());
         match plan {
-            Plan::Refreeze { .. } => self.pause_refreeze.or(self.pause_full.or(PRIOR_FULL_MS)),
-            Plan::Freeze => self.pause_full.or(PRIOR_FULL_MS),
-            Plan::Collect { .. } if self.frozen => self.pause_frozen.or(PRIOR_FROZEN_MS),
-            Plan::Collect { .. } => self.pause_full.or(PRIOR_FULL_MS),
+            Plan::Refreeze { .. } => self.pause_refreeze.or(full),
+            Plan::Freeze => full,
+            Plan::Collect { .. } if self.frozen => self.pause_frozen.or(self.prior_frozen_ms(obs)),
+            Plan::Collect { .. } => full,
         }
     }
 
@@ -417,8 +495,9 @@ impl Scheduler {
         }
         // While memory stays above the budget, the guard collects at most once a second and
         // spends at most 5 % of the time paused.
-        let pace =
-            Duration::from_secs_f64((self.pause_full.or(PRIOR_FULL_MS) / 1e3 * 20.0).max(1.0));
+        let pace = Duration::from_secs_f64(
+            (self.pause_full.or(self.prior_full_ms()) / 1e3 * 20.0).max(1.0),
+        );
         let guard_ready = obs.elapsed >= self.last_full + pace || self.guard_fired.is_none();
         if let Some(rss) = rss.filter(|&r| r > self.budget && guard_ready) {
             let why = format!(
@@ -518,19 +597,16 @@ impl Scheduler {
             return None;
         }
         let plan = self.due(obs);
-        let quiet_chance = |pause_ms: f64| {
-            obs.traffic.map_or(1.0, |t| {
-                t.quiet_chance(Duration::from_secs_f64(pause_ms / 1e3))
-            })
-        };
         let Some(plan) = plan else {
             self.needed_since = None;
             // Nothing needed: a full collection in a quiet window is still free.
-            let pause = self.predicted_pause_ms(&Plan::Collect {
-                why: String::new(),
-                trigger: Trigger::Quiet,
-            });
-            let p = quiet_chance(pause);
+            let pause = self.predicted_pause_ms(
+                &Plan::Collect {
+                    why: String::new(),
+                    trigger: Trigger::Quiet,
+                },
+                obs,
+            );
             // Only after work since the last one: a service that served nothing made no garbage
             // (an idle one was collected every second, tens of ms each, for nothing).
             let worked = Self::work(obs) > self.last_full_work;
@@ -538,30 +614,34 @@ impl Scheduler {
                 || Self::work(obs) - self.last_full_work >= self.cadence(obs) / 2.0;
             let ok = worked && spare && self.promoted(obs);
             self.quiet_worth_watching = self.frozen && worked && obs.traffic.is_some();
-            if self.frozen && ok && obs.traffic.is_some() && p >= self.cfg.quiet {
+            if !(self.frozen && ok && obs.traffic.is_some()) {
+                return None;
+            }
+            let (p, by) = self.quiet_chance(obs, pause);
+            if p >= self.cfg.quiet {
                 let plan = Plan::Collect {
                     why: "opportunistic".into(),
                     trigger: Trigger::Quiet,
                 };
                 return Some((
                     plan,
-                    format!("quiet window: P(no arrival in {pause:.1} ms) = {p:.2}"),
+                    format!("quiet window: P(no arrival in {pause:.1} ms) = {p:.2}{by}"),
                 ));
             }
             return None;
         };
         let since = *self.needed_since.get_or_insert(obs.elapsed);
-        let pause = self.predicted_pause_ms(&plan);
+        let pause = self.predicted_pause_ms(&plan, obs);
         if plan.trigger() == Trigger::Guard {
             return Some((plan, "forced by the memory guard".into()));
         }
-        let p = quiet_chance(pause);
+        let (p, by) = self.quiet_chance(obs, pause);
         if p >= self.cfg.quiet {
             self.quiet_found.add(1.0);
             self.probing = false;
             return Some((
                 plan,
-                format!("quiet window: P(no arrival in {pause:.1} ms) = {p:.2}"),
+                format!("quiet window: P(no arrival in {pause:.1} ms) = {p:.2}{by}"),
             ));
         }
         let found = self.quiet_found.or(0.5);
@@ -594,7 +674,7 @@ impl Scheduler {
             return Some((
                 plan,
                 format!(
-                    "no quiet window in {:.2} s (P = {p:.2} for {pause:.1} ms)",
+                    "no quiet window in {:.2} s (P = {p:.2} for {pause:.1} ms{by})",
                     wait.as_secs_f64()
                 ),
             ));
@@ -618,7 +698,7 @@ impl Scheduler {
         plan: Plan,
         moment: String,
     ) -> Result<Vec<Action>, GcError> {
-        let predicted = self.predicted_pause_ms(&plan);
+        let predicted = self.predicted_pause_ms(&plan, obs);
         let intent = Intent {
             trigger: plan.trigger(),
             predicted_ms: Some(predicted),
@@ -871,12 +951,13 @@ impl Policy for Scheduler {
             format!("set_threshold({}, {}, {})", t[0], t[1], t[2]),
             format!(
                 "warm-up of {:.1} s: CPython collects as it would meanwhile; then young \
-                 collections stay automatic and full collections are the scheduler's ({})",
+                 collections stay automatic and full collections are the scheduler's ({}); {}",
                 self.cfg.warmup.as_secs_f64(),
                 match self.cfg.rss_budget {
                     Some(b) => format!("rss budget {} MiB", b >> 20),
                     None => "rss budget: twice the live heap after the warm-up".into(),
-                }
+                },
+                self.model_summary()
             ),
         )])
     }

@@ -20,7 +20,8 @@ use super::{
 pub const KNOWN_POLICIES: &str = "default, threshold:T0[,T1[,T2]], \
      periodic:DURATION[,rss=SIZE][,young=COUNT][,check=DURATION], freeze[:WARMUP], \
      neurogc-seed:MODEL_DIR[,threshold=T], \
-     neurogc[,warmup=DURATION][,freeze=on|off][,quiet=P][,max_wait=DURATION][,growth=F][,pause=DURATION][,cpu=F][,rss=SIZE][,young=auto|off|N], \
+     neurogc[:MODEL_DIR][,warmup=DURATION][,freeze=on|off][,quiet=P][,max_wait=DURATION][,growth=F][,pause=DURATION][,cpu=F][,rss=SIZE][,young=auto|off|N], \
+     explore[:MEAN] (the default plus collections at random moments, for collect runs), \
      gc-off (a bound for bounded runs, no guard); \
      periodic, neurogc and neurogc-seed also take stagger=on (a service's workers take turns at \
      full collections); a DURATION is 30 (seconds), 1m30s, 500ms";
@@ -42,8 +43,16 @@ pub enum PolicySpec {
     Freeze {
         warmup: Duration,
     },
-    /// The learned scheduler: owns the old generation (see [`super::scheduler`]).
-    Neurogc(SchedulerConfig),
+    /// The learned scheduler: owns the old generation (see [`super::scheduler`]), with a model
+    /// trained on the service (`neurogc train --model scheduler`) or without.
+    Neurogc {
+        config: SchedulerConfig,
+        model: Option<PathBuf>,
+    },
+    /// CPython as is, plus collections at random moments (a mean gap apart), to learn from.
+    Explore {
+        mean: Duration,
+    },
     /// Automatic collection off and nothing else: the lower bound of GC cost, for bounded runs
     /// only (no memory guard: memory grows with the garbage). Not a policy for production.
     GcOff,
@@ -83,7 +92,7 @@ impl PolicySpec {
             PolicySpec::Periodic { stagger, .. } | PolicySpec::NeurogcSeed { stagger, .. } => {
                 *stagger
             }
-            PolicySpec::Neurogc(cfg) => cfg.stagger,
+            PolicySpec::Neurogc { config, .. } => config.stagger,
             _ => false,
         }
     }
@@ -93,7 +102,31 @@ impl PolicySpec {
     pub fn rss_budget(&self) -> Option<u64> {
         match self {
             PolicySpec::Periodic { guard, .. } => guard.rss_budget,
-            PolicySpec::Neurogc(cfg) => cfg.rss_budget,
+            PolicySpec::Neurogc { config, .. } => config.rss_budget,
+            _ => None,
+        }
+    }
+
+    /// What runs instead when [`PolicySpec::build`] fails (a model that cannot be loaded): the
+    /// scheduler without its model (online estimates only), else CPython's default.
+    pub fn fallback(&self) -> (PolicySpec, &'static str) {
+        match self {
+            PolicySpec::Neurogc { config, .. } => (
+                PolicySpec::Neurogc {
+                    config: *config,
+                    model: None,
+                },
+                "neurogc",
+            ),
+            _ => (PolicySpec::Default, "default"),
+        }
+    }
+
+    /// The model directory the spec names, if any.
+    pub fn model_dir(&self) -> Option<&std::path::Path> {
+        match self {
+            PolicySpec::NeurogcSeed { dir, .. } => Some(dir),
+            PolicySpec::Neurogc { model, .. } => model.as_deref(),
             _ => None,
         }
     }
@@ -111,7 +144,23 @@ impl PolicySpec {
             )),
             PolicySpec::Freeze { warmup } => Box::new(FreezePolicy::new(spec, *warmup)),
             PolicySpec::GcOff => Box::new(GcOffPolicy::new(spec)),
-            PolicySpec::Neurogc(cfg) => Box::new(Scheduler::new(spec, *cfg)),
+            PolicySpec::Neurogc { config, model } => {
+                let scheduler = Scheduler::new(spec, *config);
+                match model {
+                    Some(dir) => Box::new(scheduler.with_model(
+                        neurogc_model::SchedulerModel::load(dir).map_err(|e| e.to_string())?,
+                    )),
+                    None => Box::new(scheduler),
+                }
+            }
+            PolicySpec::Explore { mean } => Box::new(super::ExplorePolicy::new(
+                spec,
+                *mean,
+                u64::from(std::process::id())
+                    ^ std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.as_nanos() as u64),
+            )),
             PolicySpec::NeurogcSeed { dir, threshold, .. } => {
                 Box::new(super::SeedPolicy::load(spec, dir, *threshold)?)
             }
@@ -238,14 +287,42 @@ impl FromStr for PolicySpec {
                 Ok(PolicySpec::Freeze { warmup })
             }
             "neurogc" => {
-                if let Some(p) = positional.first() {
+                let model = match positional[..] {
+                    [] => None,
+                    [dir] => Some(PathBuf::from(dir)),
+                    _ => {
+                        return Err(err(
+                            "neurogc takes at most one model directory, then options: \
+                             neurogc:MODEL_DIR,warmup=10s"
+                                .into(),
+                        ))
+                    }
+                };
+                parse_scheduler(&options)
+                    .map(|cfg| PolicySpec::Neurogc {
+                        config: SchedulerConfig { stagger, ..cfg },
+                        model,
+                    })
+                    .map_err(&err)
+            }
+            "explore" => {
+                no_options(&options)?;
+                let mean = match positional[..] {
+                    [] => super::explore::DEFAULT_EXPLORE_MEAN,
+                    [m] => parse_duration(m).map_err(&err)?,
+                    _ => {
+                        return Err(err(
+                            "explore takes at most one mean gap, e.g. explore:2s".into()
+                        ))
+                    }
+                };
+                if mean < super::explore::MIN_GAP {
                     return Err(err(format!(
-                        "neurogc takes options only (key=value), not {p:?}; e.g. neurogc,warmup=10s"
+                        "explore's mean gap {mean:?} is below {:?}",
+                        super::explore::MIN_GAP
                     )));
                 }
-                parse_scheduler(&options)
-                    .map(|cfg| PolicySpec::Neurogc(SchedulerConfig { stagger, ..cfg }))
-                    .map_err(&err)
+                Ok(PolicySpec::Explore { mean })
             }
             "gc-off" => {
                 if !positional.is_empty() {
@@ -457,9 +534,39 @@ mod tests {
         assert_eq!(parse("gc-off").unwrap(), PolicySpec::GcOff);
         assert_eq!(
             parse("neurogc").unwrap(),
-            PolicySpec::Neurogc(SchedulerConfig::default())
+            PolicySpec::Neurogc {
+                config: SchedulerConfig::default(),
+                model: None
+            }
         );
-        let PolicySpec::Neurogc(c) = parse(
+        assert_eq!(
+            parse("neurogc:models/svc,warmup=10s").unwrap(),
+            PolicySpec::Neurogc {
+                config: SchedulerConfig {
+                    warmup: Duration::from_secs(10),
+                    ..SchedulerConfig::default()
+                },
+                model: Some("models/svc".into())
+            }
+        );
+        assert!(parse("neurogc:a,b")
+            .unwrap_err()
+            .to_string()
+            .contains("at most one model"));
+        assert_eq!(
+            parse("explore").unwrap(),
+            PolicySpec::Explore {
+                mean: Duration::from_secs(2)
+            }
+        );
+        assert_eq!(
+            parse("explore:500ms").unwrap(),
+            PolicySpec::Explore {
+                mean: Duration::from_millis(500)
+            }
+        );
+        assert!(parse("explore:10ms").is_err() && parse("explore,rss=1G").is_err());
+        let PolicySpec::Neurogc { config: c, .. } = parse(
             "neurogc,warmup=10s,freeze=off,quiet=0.8,max_wait=500ms,growth=0.2,cpu=0.1,rss=1G,young=off",
         )
         .unwrap() else {
@@ -472,7 +579,7 @@ mod tests {
         assert_eq!((c.max_wait, c.growth), (Duration::from_millis(500), 0.2));
         assert_eq!((c.cpu, c.rss_budget), (0.1, Some(1 << 30)));
         assert_eq!(c.young, YoungThreshold::Off);
-        let PolicySpec::Neurogc(c) = parse("neurogc,young=50000").unwrap() else {
+        let PolicySpec::Neurogc { config: c, .. } = parse("neurogc,young=50000").unwrap() else {
             panic!()
         };
         assert_eq!(c.young, YoungThreshold::Fixed(50_000));
@@ -480,7 +587,6 @@ mod tests {
             "neurogc,young=0",
             "neurogc,young=lots",
             "neurogc,cpu=0",
-            "neurogc:models/x",
             "neurogc,quiet=2",
             "neurogc,freeze=maybe",
             "neurogc,speed=1",
@@ -554,7 +660,7 @@ mod tests {
                 parse(&format!("freeze:{text}")).unwrap(),
                 PolicySpec::Freeze { warmup: d(text) }
             );
-            let PolicySpec::Neurogc(c) = parse(&format!(
+            let PolicySpec::Neurogc { config: c, .. } = parse(&format!(
                 "neurogc,warmup={text},max_wait={text},pause={text}"
             ))
             .unwrap() else {

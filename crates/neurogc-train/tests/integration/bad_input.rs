@@ -33,7 +33,7 @@ fn args(data: PathBuf, model: Kind) -> TrainArgs {
     let out = data.with_file_name("model");
     let mut a = TrainArgs::new(vec![data], out);
     a.model = model;
-    a.epochs = 1;
+    a.epochs = Some(1);
     a.quiet = true;
     a
 }
@@ -45,7 +45,7 @@ fn every_numeric_flag_is_checked_before_any_data_is_read() {
     let cases: &[Case] = &[
         (
             Lstm,
-            |a| a.layers = 0,
+            |a| a.layers = Some(0),
             "--layers must be from 1 to 32, got 0",
         ),
         (
@@ -65,26 +65,34 @@ fn every_numeric_flag_is_checked_before_any_data_is_read() {
         ),
         (
             Lstm,
-            |a| a.lr = -1.0,
+            |a| a.lr = Some(-1.0),
             "--lr must be a positive number, got -1",
         ),
         (
             Lstm,
-            |a| a.lr = 0.0,
+            |a| a.lr = Some(0.0),
             "--lr must be a positive number, got 0",
         ),
         (
             Lstm,
-            |a| a.lr = f64::NAN,
+            |a| a.lr = Some(f64::NAN),
             "--lr must be a positive number, got NaN",
         ),
-        (Lstm, |a| a.epochs = 0, "--epochs must be at least 1, got 0"),
         (
-            Forest,
-            |a| a.epochs = 0,
+            Lstm,
+            |a| a.epochs = Some(0),
             "--epochs must be at least 1, got 0",
         ),
-        (Lstm, |a| a.batch = 0, "--batch must be at least 1, got 0"),
+        (
+            Forest,
+            |a| a.epochs = Some(0),
+            "--epochs must be at least 1, got 0",
+        ),
+        (
+            Lstm,
+            |a| a.batch = Some(0),
+            "--batch must be at least 1, got 0",
+        ),
         (
             Lstm,
             |a| a.window = Some(0),
@@ -137,7 +145,7 @@ fn every_numeric_flag_is_checked_before_any_data_is_read() {
         ),
         (
             Transformer,
-            |a| a.layers = 0,
+            |a| a.layers = Some(0),
             "--layers must be from 1 to 32, got 0",
         ),
         (

@@ -1,0 +1,694 @@
+//! `neurogc train --model scheduler --data RUN_DIR...`: the `neurogc` scheduler's model, learned
+//! from what recorded runs show happened (`neurogc_model::scheduler` describes the file).
+//!
+//! - **Quiet windows, labelled in hindsight.** Every trial with a request log (`requests.csv`:
+//!   each request's due moment and end) is walked on the server's own clock: at moments with
+//!   nothing in flight, for pauses from 2 ms to 0.5 s, the label is whether a request arrived
+//!   before the pause would have ended, i.e. whether a collection then would have delayed
+//!   anyone. A small LSTM over the recent inter-arrival gaps learns the chance; the online
+//!   survival estimate the scheduler uses without a model is scored on the same held-out
+//!   moments, so `model.json` says whether the net does better.
+//! - **The service's priors**, from its full and middle-generation collections where the heap
+//!   was not frozen (`default`, `explore`): a full collection's pause, how its pause grows with
+//!   the requests since the one before (`neurogc collect --explore` adds collections at random
+//!   moments, so that growth is seen at many distances), and what it frees per request. They
+//!   are fitted only when every run is of the same service.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use candle_core::{DType, Device, Tensor};
+use candle_nn::{AdamW, Optimizer, ParamsAdamW, VarMap};
+use neurogc_core::policy::{PolicySpec, Trigger};
+use neurogc_core::traffic::{Traffic, RING};
+use neurogc_model::scheduler::{
+    quiet_inputs, InputScale, Priors, QuietMeta, QuietMetrics, RunSource, SchedulerMeta,
+    SchedulerModel, QUIET_GAPS, QUIET_INPUTS, QUIET_INPUT_NAMES, SCHEDULER_FORMAT,
+};
+use neurogc_model::Architecture;
+use neurogc_record::{AppInfo, TrialStatus};
+use neurogc_report::rundir::{RunData, TrialData};
+use neurogc_rng::Rng;
+use neurogc_sim::trace::Trace;
+
+use crate::model_io::{self, Saved};
+use crate::nets::Net;
+
+/// The pauses each quiet moment is asked about (ms): from a young-ish collection to a large
+/// heap's full one.
+pub const PAUSES_MS: [f64; 8] = [2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0];
+/// Moments are taken this often on the server's clock (the scheduler asks every 10 ms while
+/// a collection waits).
+const STEP_S: f64 = 0.005;
+
+/// What to train.
+#[derive(Clone, Debug)]
+pub struct SchedulerConfig {
+    pub runs: Vec<PathBuf>,
+    pub out: PathBuf,
+    pub hidden: usize,
+    pub layers: usize,
+    pub epochs: usize,
+    pub batch: usize,
+    pub lr: f64,
+    pub seed: u64,
+    /// Share of each trial's moments, at its end, held out for validation.
+    pub val_fraction: f64,
+    /// Examples kept per trial (moments × pauses), drawn at random beyond it: a suite's run
+    /// replays the same traffic to every policy.
+    pub per_trial: usize,
+    pub quiet: bool,
+}
+
+impl SchedulerConfig {
+    /// Refuses settings that would fail inside candle or the agent's loader, naming the flag.
+    pub fn check(&self) -> Result<()> {
+        let range = |flag: &str, v: usize, hi: usize| {
+            if (1..=hi).contains(&v) {
+                Ok(())
+            } else {
+                Err(anyhow::anyhow!("{flag} must be from 1 to {hi}, got {v}"))
+            }
+        };
+        range("--hidden", self.hidden, 256)?;
+        range("--layers", self.layers, 4)?;
+        range("--epochs", self.epochs, usize::MAX)?;
+        range("--batch", self.batch, usize::MAX)?;
+        if !(self.lr.is_finite() && self.lr > 0.0) {
+            bail!("--lr must be a positive number, got {}", self.lr);
+        }
+        if !(0.0..1.0).contains(&self.val_fraction) {
+            bail!(
+                "--val-fraction must be in [0, 1), got {}",
+                self.val_fraction
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Hindsight examples: inputs (flattened, raw), labels (1: quiet), and the survival estimate's
+/// chance for the same question.
+#[derive(Clone, Debug, Default)]
+pub struct Examples {
+    pub x: Vec<f32>,
+    pub y: Vec<f32>,
+    pub survival: Vec<f32>,
+}
+
+const WIDTH: usize = QUIET_GAPS * QUIET_INPUTS;
+
+impl Examples {
+    pub fn len(&self) -> usize {
+        self.y.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.y.is_empty()
+    }
+
+    fn input(&self, i: usize) -> &[f32] {
+        &self.x[i * WIDTH..(i + 1) * WIDTH]
+    }
+
+    fn push(&mut self, x: &[f32], y: bool, survival: f64) {
+        self.x.extend_from_slice(x);
+        self.y.push(if y { 1.0 } else { 0.0 });
+        self.survival.push(survival as f32);
+    }
+
+    fn append(&mut self, other: Examples) {
+        self.x.extend(other.x);
+        self.y.extend(other.y);
+        self.survival.extend(other.survival);
+    }
+}
+
+/// The trace's hindsight examples, split in time: the moments before `1 − val_fraction` of
+/// its length train, the rest validate. At most `cap` examples, drawn at random.
+pub fn quiet_examples(
+    trace: &Trace,
+    val_fraction: f64,
+    cap: usize,
+    rng: &mut Rng,
+) -> (Examples, Examples) {
+    let arrivals = &trace.arrivals;
+    // Arrival times in ns on a clock that starts above 0 (the ring's convention).
+    let ns = |s: f64| ((s + 1.0) * 1e9) as u64;
+    let arrivals_ns: Vec<u64> = arrivals.iter().map(|&a| ns(a)).collect();
+    let split = trace.length * (1.0 - val_fraction);
+    let mut candidates: Vec<(f64, usize)> = Vec::new();
+    // Sweep: `seen` arrivals at or before t; `busy_until` the latest end among them.
+    let mut seen = 0;
+    let mut busy_until = f64::NEG_INFINITY;
+    for k in 0.. {
+        // Counted, not summed: a sum of steps drifts off the arrivals' grid.
+        let t = k as f64 * STEP_S;
+        if t >= trace.length {
+            break;
+        }
+        while seen < arrivals.len() && arrivals[seen] <= t {
+            busy_until = busy_until.max(arrivals[seen] + trace.latency[seen]);
+            seen += 1;
+        }
+        if seen > QUIET_GAPS && busy_until <= t {
+            candidates.push((t, seen));
+        }
+    }
+    let mut questions: Vec<(f64, usize, f64)> = candidates
+        .iter()
+        .flat_map(|&(t, seen)| PAUSES_MS.iter().map(move |&d| (t, seen, d)))
+        .filter(|&(t, _, d)| t + d / 1e3 <= trace.length)
+        .collect();
+    if questions.len() > cap {
+        rng.shuffle(&mut questions);
+        questions.truncate(cap);
+        questions.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    let (mut train, mut val) = (Examples::default(), Examples::default());
+    for (t, seen, d) in questions {
+        let history = &arrivals_ns[seen.saturating_sub(RING)..seen];
+        let now = ns(t);
+        let pause = Duration::from_secs_f64(d / 1e3);
+        let Some(x) = quiet_inputs(history, now, pause.as_nanos() as u64) else {
+            continue;
+        };
+        let quiet = arrivals.get(seen).is_none_or(|&next| next > t + d / 1e3);
+        let survival = Traffic {
+            in_flight: 0,
+            now_ns: now,
+            arrivals: history,
+            total: seen as u64,
+        }
+        .quiet_chance(pause);
+        let into = if t < split { &mut train } else { &mut val };
+        into.push(&x, quiet, survival);
+    }
+    (train, val)
+}
+
+/// z-score statistics of each input over the examples.
+fn input_scale(ex: &Examples) -> InputScale {
+    let mut sum = [0f64; QUIET_INPUTS];
+    let mut sq = [0f64; QUIET_INPUTS];
+    let mut n = 0f64;
+    for row in ex.x.chunks_exact(QUIET_INPUTS) {
+        for f in 0..QUIET_INPUTS {
+            sum[f] += f64::from(row[f]);
+            sq[f] += f64::from(row[f]).powi(2);
+        }
+        n += 1.0;
+    }
+    let n = n.max(1.0);
+    let mean: Vec<f32> = sum.iter().map(|s| (s / n) as f32).collect();
+    let std = (0..QUIET_INPUTS)
+        .map(|f| ((sq[f] / n - (sum[f] / n).powi(2)).max(0.0)).sqrt() as f32)
+        .collect();
+    InputScale { mean, std }
+}
+
+fn brier(p: &[f32], y: &[f32]) -> Option<f64> {
+    (!y.is_empty()).then(|| {
+        p.iter()
+            .zip(y)
+            .map(|(p, y)| f64::from(p - y).powi(2))
+            .sum::<f64>()
+            / y.len() as f64
+    })
+}
+
+fn log_loss(p: &[f32], y: &[f32]) -> Option<f64> {
+    (!y.is_empty()).then(|| {
+        p.iter()
+            .zip(y)
+            .map(|(&p, &y)| {
+                let p = f64::from(p).clamp(1e-6, 1.0 - 1e-6);
+                -(f64::from(y) * p.ln() + (1.0 - f64::from(y)) * (1.0 - p).ln())
+            })
+            .sum::<f64>()
+            / y.len() as f64
+    })
+}
+
+/// The service a run measured: a bundled workload's name, or its command.
+pub fn service_of(app: &AppInfo) -> String {
+    match app {
+        AppInfo::Workload {
+            workload, options, ..
+        } if options.is_empty() => workload.clone(),
+        AppInfo::Workload {
+            workload, options, ..
+        } => format!("{workload} {}", options.join(" ")),
+        AppInfo::Demo { scenario, .. } => format!("demo {scenario}"),
+        AppInfo::Cmd { command } => command.clone(),
+    }
+}
+
+fn usable(t: &TrialData) -> bool {
+    t.damaged.is_none() && t.status() == Some(TrialStatus::Complete)
+}
+
+/// Trials whose whole heap was collected as CPython does (nothing frozen, no timer): their
+/// collections show what the heap costs and yields.
+fn unfrozen(t: &TrialData) -> bool {
+    let spec = t.info.as_ref().map_or("", |i| i.spec.as_str());
+    matches!(
+        spec.parse::<PolicySpec>(),
+        Ok(PolicySpec::Default | PolicySpec::Explore { .. })
+    )
+}
+
+/// The priors from the unfrozen trials' traces and middle-generation pauses.
+pub fn fit_priors(traces: &[(Trace, Vec<f64>)]) -> Priors {
+    let mut full = Vec::new();
+    let mut growth: Vec<(f64, f64)> = Vec::new();
+    let (mut freed, mut served) = (0f64, 0f64);
+    let mut middle = Vec::new();
+    for (trace, middle_ms) in traces {
+        middle.extend_from_slice(middle_ms);
+        for (k, c) in trace.full.iter().enumerate() {
+            // The freeze-like collections a policy ran to set up are not the heap's cost.
+            if c.trigger == Some(Trigger::Freeze) {
+                continue;
+            }
+            full.push(c.pause_ms);
+            let Some(prev) = k.checked_sub(1).map(|p| &trace.full[p]) else {
+                continue;
+            };
+            let w = c.after_requests.saturating_sub(prev.after_requests) as f64;
+            if w > 0.0 {
+                growth.push((w, c.pause_ms));
+                if let Some(n) = c.collected {
+                    freed += n as f64;
+                    served += w;
+                }
+            }
+        }
+    }
+    let median = |v: &mut Vec<f64>| -> Option<f64> {
+        (!v.is_empty()).then(|| neurogc_stats::median(v).unwrap_or(v[0]))
+    };
+    let b = slope(&growth);
+    Priors {
+        full_pause_ms: median(&mut full),
+        unfrozen_a_ms: median(&mut middle).filter(|_| b.is_some()),
+        unfrozen_b_ms: b,
+        freed_per_request: (served > 0.0).then(|| freed / served),
+        collections: full.len(),
+    }
+}
+
+/// Least-squares slope of `pause` on `w` (at least 0), with three points or more at two
+/// distances or more.
+fn slope(points: &[(f64, f64)]) -> Option<f64> {
+    if points.len() < 3 {
+        return None;
+    }
+    let n = points.len() as f64;
+    let mw = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let mp = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sww: f64 = points.iter().map(|p| (p.0 - mw).powi(2)).sum();
+    if sww < 1e-9 * n * mw.max(1.0) {
+        return None;
+    }
+    let swp: f64 = points.iter().map(|p| (p.0 - mw) * (p.1 - mp)).sum();
+    Some((swp / sww).max(0.0))
+}
+
+/// What training found, for the command's summary.
+pub struct SchedulerReport {
+    pub meta: SchedulerMeta,
+    pub parity_max_abs_diff: f32,
+    pub warnings: Vec<String>,
+}
+
+/// The agent's inference may differ from candle's by this much.
+const PARITY_TOLERANCE: f32 = 1e-4;
+
+pub fn train(cfg: &SchedulerConfig) -> Result<SchedulerReport> {
+    let started = Instant::now();
+    if cfg.runs.is_empty() {
+        bail!("--model scheduler: give one or more run directories with --data RUN_DIR");
+    }
+    let mut rng = Rng::new(cfg.seed);
+    let (mut train, mut val) = (Examples::default(), Examples::default());
+    let mut unfrozen_traces = Vec::new();
+    let mut sources = Vec::new();
+    let mut warnings = Vec::new();
+    for dir in &cfg.runs {
+        let run = load_run(dir)?;
+        let service = service_of(&run.info.app);
+        let (mut trials, mut requests, mut collections) = (0, 0, 0);
+        for t in run.trials.iter().filter(|t| usable(t)) {
+            let trace = match Trace::of_trial(t) {
+                Ok(tr) => tr,
+                Err(e) => {
+                    warnings.push(format!("{e:#}: left out"));
+                    continue;
+                }
+            };
+            trials += 1;
+            requests += trace.arrivals.len();
+            collections += trace.full.len();
+            let (tr, va) = quiet_examples(&trace, cfg.val_fraction, cfg.per_trial, &mut rng);
+            train.append(tr);
+            val.append(va);
+            if unfrozen(t) {
+                let middle: Vec<f64> = t
+                    .gc_events
+                    .iter()
+                    .flatten()
+                    .filter(|e| e.generation == 1)
+                    .map(|e| e.pause_ms)
+                    .collect();
+                unfrozen_traces.push((service.clone(), trace, middle));
+            }
+        }
+        if trials == 0 {
+            bail!(
+                "{}: no complete trial with a request log (requests.csv): nothing to learn from",
+                dir.display()
+            );
+        }
+        sources.push(RunSource {
+            path: dir.display().to_string(),
+            service,
+            trials,
+            requests,
+            collections,
+        });
+    }
+    if train.len() < 100 {
+        bail!(
+            "only {} training moments with nothing in flight: the runs are too short or the \
+             service never idles between requests; record longer runs",
+            train.len()
+        );
+    }
+    let services: std::collections::BTreeSet<&str> =
+        sources.iter().map(|s| s.service.as_str()).collect();
+    let priors = if services.len() == 1 {
+        let traces: Vec<(Trace, Vec<f64>)> = unfrozen_traces
+            .into_iter()
+            .map(|(_, t, m)| (t, m))
+            .collect();
+        if traces.is_empty() {
+            warnings.push(
+                "no trial ran the whole heap unfrozen (default or explore): no priors".into(),
+            );
+        }
+        fit_priors(&traces)
+    } else {
+        warnings.push(format!(
+            "runs of {} services ({}): the priors are one service's, so this model has none",
+            services.len(),
+            services.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+        Priors::default()
+    };
+    let scale = input_scale(&train);
+    let (tensors, val_pred, epochs) = fit(cfg, &train, &val, &scale, &mut rng)?;
+    let meta = SchedulerMeta {
+        format: SCHEDULER_FORMAT.into(),
+        quiet: QuietMeta {
+            hidden: cfg.hidden,
+            layers: cfg.layers,
+            gaps: QUIET_GAPS,
+            inputs: QUIET_INPUT_NAMES.iter().map(|s| s.to_string()).collect(),
+            scale,
+            metrics: QuietMetrics {
+                train_examples: train.len(),
+                val_examples: val.len(),
+                val_quiet_rate: (!val.is_empty())
+                    .then(|| val.y.iter().map(|&y| f64::from(y)).sum::<f64>() / val.len() as f64),
+                val_brier: brier(&val_pred, &val.y),
+                val_brier_survival: brier(&val.survival, &val.y),
+                val_log_loss: log_loss(&val_pred, &val.y),
+                val_log_loss_survival: log_loss(&val.survival, &val.y),
+                epochs: Some(epochs),
+                seconds: Some(started.elapsed().as_secs_f64()),
+            },
+        },
+        priors,
+        data: sources,
+        training: serde_json::json!({
+            "optimizer": "adam (AdamW, weight_decay 0)",
+            "loss": "binary cross-entropy",
+            "lr": cfg.lr,
+            "batch": cfg.batch,
+            "epochs": cfg.epochs,
+            "seed": cfg.seed,
+            "val_fraction": cfg.val_fraction,
+            "pauses_ms": PAUSES_MS,
+            "moment_step_s": STEP_S,
+            "examples_per_trial": cfg.per_trial,
+        }),
+    };
+    // The agent runs this net through its own inference: check it agrees with candle's.
+    let model = SchedulerModel::from_parts(meta.clone(), &model_io::tensor_map(&tensors))
+        .map_err(|e| anyhow::anyhow!("the trained model does not load: {e}"))?;
+    let mut scratch = model.scratch();
+    let mut parity = 0f32;
+    for (i, fitted) in val_pred.iter().enumerate().take(2000) {
+        let raw: neurogc_model::scheduler::QuietInput =
+            val.input(i).try_into().expect("input width");
+        parity = parity.max((model.quiet_chance(&raw, &mut scratch) - fitted).abs());
+    }
+    if parity > PARITY_TOLERANCE {
+        bail!("internal error: the agent's inference differs from the trained net by {parity:e} (> {PARITY_TOLERANCE:e})");
+    }
+    model_io::save_json(&cfg.out, &meta, &tensors)
+        .with_context(|| format!("saving the model to {}", cfg.out.display()))?;
+    Ok(SchedulerReport {
+        meta,
+        parity_max_abs_diff: parity,
+        warnings,
+    })
+}
+
+fn load_run(dir: &Path) -> Result<RunData> {
+    if dir.extension().is_some_and(|e| e == "csv") {
+        bail!(
+            "--model scheduler learns from run directories (neurogc collect or bench), not \
+             sample CSVs: {} is a file",
+            dir.display()
+        );
+    }
+    RunData::load(dir).with_context(|| format!("--data {}", dir.display()))
+}
+
+fn batch(
+    ex: &Examples,
+    scale: &InputScale,
+    idx: &[usize],
+) -> candle_core::Result<(Tensor, Tensor)> {
+    let mut x = Vec::with_capacity(idx.len() * WIDTH);
+    let mut y = Vec::with_capacity(idx.len());
+    for &i in idx {
+        let start = x.len();
+        x.extend_from_slice(ex.input(i));
+        scale.apply(&mut x[start..]);
+        y.push(ex.y[i]);
+    }
+    Ok((
+        Tensor::from_vec(x, (idx.len(), QUIET_GAPS, QUIET_INPUTS), &Device::Cpu)?,
+        Tensor::from_vec(y, idx.len(), &Device::Cpu)?,
+    ))
+}
+
+fn predict(net: &Net, ex: &Examples, scale: &InputScale) -> candle_core::Result<Vec<f32>> {
+    let idx: Vec<usize> = (0..ex.len()).collect();
+    let mut out = Vec::with_capacity(ex.len());
+    for chunk in idx.chunks(1024) {
+        let (x, _) = batch(ex, scale, chunk)?;
+        out.extend(net.forward(&x, None)?.to_vec1::<f32>()?);
+    }
+    Ok(out)
+}
+
+type Fitted = (Vec<(String, Saved)>, Vec<f32>, usize);
+
+fn fit(
+    cfg: &SchedulerConfig,
+    train: &Examples,
+    val: &Examples,
+    scale: &InputScale,
+    rng: &mut Rng,
+) -> Result<Fitted> {
+    let arch = Architecture::Lstm {
+        hidden: cfg.hidden,
+        layers: cfg.layers,
+        dropout: 0.0,
+    };
+    let varmap = VarMap::new();
+    let net = Net::new(&arch, QUIET_GAPS, QUIET_INPUTS, &varmap, rng)?;
+    let mut opt = AdamW::new(
+        varmap.all_vars(),
+        ParamsAdamW {
+            lr: cfg.lr,
+            weight_decay: 0.0,
+            ..Default::default()
+        },
+    )?;
+    let bar = crate::train::progress(cfg.epochs, cfg.quiet);
+    bar.set_prefix("scheduler");
+    let mut order: Vec<usize> = (0..train.len()).collect();
+    for epoch in 1..=cfg.epochs {
+        rng.shuffle(&mut order);
+        let mut total = 0.0;
+        for chunk in order.chunks(cfg.batch.max(1)) {
+            let (x, y) = batch(train, scale, chunk)?;
+            let p = net.forward(&x, None)?.clamp(1e-6f32, 1.0 - 1e-6)?;
+            // Binary cross-entropy: the net's output is a probability.
+            let ones = Tensor::ones_like(&y)?;
+            let loss = ((&y * p.log()?)? + ((&ones - &y)? * (&ones - &p)?.log()?)?)?
+                .neg()?
+                .mean_all()?;
+            opt.backward_step(&loss)?;
+            let l = loss.to_dtype(DType::F64)?.to_scalar::<f64>()?;
+            if !l.is_finite() {
+                bail!("training diverged in epoch {epoch} (loss {l}); nothing was saved (a lower --lr may help)");
+            }
+            total += l * chunk.len() as f64;
+        }
+        let message = format!("train log loss {:.4}", total / train.len() as f64);
+        bar.set_message(message.clone());
+        bar.set_position(epoch as u64);
+        if bar.is_hidden() && !cfg.quiet {
+            eprintln!("scheduler epoch {epoch}/{}: {message}", cfg.epochs);
+        }
+    }
+    bar.finish();
+    let tensors = crate::train::export(&varmap)?;
+    let val_pred = predict(&net, val, scale)?;
+    Ok((tensors, val_pred, cfg.epochs))
+}
+
+/// Prints what was learned (the `neurogc train` summary).
+pub fn print_report(report: &SchedulerReport, out: &Path) {
+    let q = &report.meta.quiet.metrics;
+    let f = |v: Option<f64>| v.map_or_else(|| "n/a".to_string(), |v| format!("{v:.4}"));
+    println!(
+        "scheduler model from {} run(s): quiet-window LSTM ({} hidden, {} layer(s)) on {} training / {} validation moments",
+        report.meta.data.len(),
+        report.meta.quiet.hidden,
+        report.meta.quiet.layers,
+        q.train_examples,
+        q.val_examples
+    );
+    println!(
+        "  held out: Brier {} (the online survival estimate: {}), log loss {} ({}), quiet {}",
+        f(q.val_brier),
+        f(q.val_brier_survival),
+        f(q.val_log_loss),
+        f(q.val_log_loss_survival),
+        q.val_quiet_rate
+            .map_or("n/a".into(), |r| format!("{:.1} %", r * 100.0))
+    );
+    let p = &report.meta.priors;
+    let ms = |v: Option<f64>| v.map_or_else(|| "none".to_string(), |v| format!("{v:.2} ms"));
+    println!(
+        "  priors from {} full collections: full pause {}, unfrozen pause {} + {} per request, {} objects freed per request",
+        p.collections,
+        ms(p.full_pause_ms),
+        ms(p.unfrozen_a_ms),
+        ms(p.unfrozen_b_ms),
+        p.freed_per_request.map_or("n/a".into(), |v| format!("{v:.0}"))
+    );
+    println!(
+        "  agent inference matches the trained net to {:.1e}",
+        report.parity_max_abs_diff
+    );
+    for w in &report.warnings {
+        eprintln!("warning: {w}");
+    }
+    println!("saved {}", out.display());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use neurogc_sim::trace::FullCollection;
+
+    /// Requests every 10 ms, each 2 ms long, for `secs`; full collections as given.
+    fn steady(secs: f64, full: Vec<FullCollection>) -> Trace {
+        let arrivals: Vec<f64> = (0..(secs * 100.0) as usize)
+            .map(|i| i as f64 * 0.01)
+            .collect();
+        let n = arrivals.len();
+        Trace {
+            label: "default".into(),
+            spec: "default".into(),
+            arrivals,
+            work: vec![0.002; n],
+            latency: vec![0.002; n],
+            full,
+            middle_per_request: 0.0,
+            length: secs,
+        }
+    }
+
+    #[test]
+    fn labels_say_whether_a_pause_then_would_have_met_a_request() {
+        let trace = steady(5.0, vec![]);
+        let mut rng = Rng::new(1);
+        let (train, val) = quiet_examples(&trace, 0.2, usize::MAX, &mut rng);
+        assert!(
+            train.len() > 1000 && val.len() > 200,
+            "{} {}",
+            train.len(),
+            val.len()
+        );
+        for ex in [&train, &val] {
+            for i in 0..ex.len() {
+                let x = ex.input(i);
+                // Nothing is in flight at a moment asked about; requests are 10 ms apart, so
+                // the pause decides: a window of 10 ms or more always meets the next arrival.
+                let silence_ms = f64::from(x[1]).exp_m1();
+                let pause_ms = f64::from(x[2]).exp_m1();
+                assert!(silence_ms >= 2.0 - 1e-3, "{silence_ms}");
+                let end = silence_ms + pause_ms;
+                if (end - 10.0).abs() > 0.01 {
+                    assert_eq!(
+                        ex.y[i] == 1.0,
+                        end < 10.0,
+                        "silence {silence_ms} pause {pause_ms}"
+                    );
+                }
+            }
+        }
+        // The survival estimate knows steady traffic too: it is scored beside the net.
+        let b = brier(&val.survival, &val.y).unwrap();
+        assert!(b < 0.05, "{b}");
+    }
+
+    #[test]
+    fn priors_come_from_the_growth_of_full_pauses_with_the_requests_between_them() {
+        // Pauses 100 + 0.5 ms per request since the last full collection, each freeing 30
+        // objects per request.
+        let mut full = Vec::new();
+        let mut after = 0;
+        for (k, w) in [0usize, 40, 120, 80, 200, 60].into_iter().enumerate() {
+            after += w;
+            full.push(FullCollection {
+                at: k as f64,
+                pause_ms: 100.0 + 0.5 * w as f64,
+                collected: Some(30 * w as u64),
+                after_requests: after,
+                trigger: Some(Trigger::Explore),
+            });
+        }
+        let p = fit_priors(&[(steady(6.0, full), vec![3.0, 4.0, 5.0])]);
+        assert!((p.unfrozen_b_ms.unwrap() - 0.5).abs() < 1e-9, "{p:?}");
+        assert_eq!(p.unfrozen_a_ms, Some(4.0));
+        assert!((p.freed_per_request.unwrap() - 30.0).abs() < 1e-9);
+        assert_eq!(p.collections, 6);
+        // Without full collections at different distances there is no slope, and no `a`.
+        let p = fit_priors(&[(steady(1.0, vec![]), vec![3.0])]);
+        assert_eq!(
+            (p.unfrozen_a_ms, p.unfrozen_b_ms, p.full_pause_ms),
+            (None, None, None)
+        );
+    }
+}
