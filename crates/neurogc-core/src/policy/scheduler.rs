@@ -1138,6 +1138,113 @@ mod tests {
         assert!(a[0].reason.contains("2 in flight"), "{a:?}");
     }
 
+    /// A model whose net answers `chance` to every question (an LSTM with zero weights and
+    /// the output bias set), with the given priors.
+    fn model(chance: f32, priors: neurogc_model::scheduler::Priors) -> SchedulerModel {
+        use neurogc_model::model::TensorMap;
+        use neurogc_model::scheduler::*;
+        let h = 2;
+        let mut t = TensorMap::new();
+        let zeros = |n| vec![0f32; n];
+        t.insert_f32(
+            "lstm.weight_ih_l0",
+            vec![4 * h, QUIET_INPUTS],
+            zeros(4 * h * QUIET_INPUTS),
+        );
+        t.insert_f32("lstm.weight_hh_l0", vec![4 * h, h], zeros(4 * h * h));
+        t.insert_f32("lstm.bias_ih_l0", vec![4 * h], zeros(4 * h));
+        t.insert_f32("lstm.bias_hh_l0", vec![4 * h], zeros(4 * h));
+        t.insert_f32("fc.weight", vec![1, h], zeros(h));
+        t.insert_f32("fc.bias", vec![1], vec![(chance / (1.0 - chance)).ln()]);
+        let meta = SchedulerMeta {
+            format: SCHEDULER_FORMAT.into(),
+            quiet: QuietMeta {
+                hidden: h,
+                layers: 1,
+                gaps: QUIET_GAPS,
+                inputs: QUIET_INPUT_NAMES.iter().map(|s| s.to_string()).collect(),
+                scale: InputScale {
+                    mean: vec![0.0; QUIET_INPUTS],
+                    std: vec![1.0; QUIET_INPUTS],
+                },
+                metrics: QuietMetrics::default(),
+            },
+            priors,
+            data: vec![],
+            training: serde_json::Value::Null,
+        };
+        SchedulerModel::from_parts(meta, &t).unwrap()
+    }
+
+    #[test]
+    fn the_model_answers_the_quiet_window_question() {
+        let cfg = SchedulerConfig {
+            freeze: false,
+            warmup: Duration::from_millis(500),
+            ..SchedulerConfig::default()
+        };
+        let arrivals = steady_arrivals();
+        // Nothing in flight, 1 ms after an arrival of a 5 ms beat: the gaps' survival says the
+        // next one comes within the pause; a model that learned otherwise is believed.
+        let between = Traffic {
+            in_flight: 0,
+            now_ns: 496_000_000,
+            arrivals: &arrivals,
+            total: 100,
+        };
+        for (chance, collects) in [(None, false), (Some(0.99), true), (Some(0.5), false)] {
+            let (s, mut gc) = started(cfg);
+            let mut s = match chance {
+                Some(p) => s.with_model(model(p, Default::default())),
+                None => s,
+            };
+            s.tick(&mut gc, &obs(0.5, 100, None)).unwrap();
+            let a = s.tick(&mut gc, &obs(1.0, 120, Some(between))).unwrap();
+            assert_eq!(!a.is_empty(), collects, "{chance:?}: {a:?}");
+            if collects {
+                assert!(a[0].reason.contains("= 0.99 (model)"), "{a:?}");
+            }
+            // In flight is never quiet, whatever the model says.
+            let busy = busy(&arrivals);
+            assert!(s
+                .tick(&mut gc, &obs(1.1, 140, Some(busy)))
+                .unwrap()
+                .is_empty());
+        }
+    }
+
+    #[test]
+    fn the_models_priors_stand_in_until_its_own_collections_teach_it() {
+        let priors = neurogc_model::scheduler::Priors {
+            full_pause_ms: Some(300.0),
+            unfrozen_a_ms: Some(1.0),
+            unfrozen_b_ms: Some(0.1),
+            freed_per_request: Some(200.0),
+            collections: 8,
+        };
+        let (s, mut gc) = started_now();
+        let mut s = s.with_model(model(0.5, priors));
+        let freeze = Plan::Freeze;
+        let o = obs(1.0, 100, Some(busy(&[])));
+        assert_eq!(s.predicted_pause_ms(&freeze, &o), 300.0);
+        let a = s.start(&mut gc, &obs(0.0, 100, None)).unwrap();
+        assert!(a[0].reason.contains("full pause 300.0 ms"), "{a:?}");
+        // The cadence from a + b·w at 200 requests a second: the garbage alone delays more
+        // than the tail's share, so the pauses are kept at the 5 ms target: (5 − 1) / 0.1.
+        let arrivals: Vec<u64> = (0..100).map(|i| i * 5_000_000).collect();
+        let t = busy(&arrivals);
+        assert!((s.cadence(&obs(5.0, 100, Some(t))) - 40.0).abs() < 1e-6);
+        // Without a model: 400 requests until three collections are timed.
+        let (plain, _) = started_now();
+        assert_eq!(plain.cadence(&obs(5.0, 100, Some(t))), 400.0);
+        // Three of its own collections replace the prior: pauses of 1 + 0.3·w take more than the
+        // CPU budget, so they are kept at the target, (5 − 1) / 0.3.
+        for w in [10.0, 20.0, 30.0] {
+            s.pause_model.add(w, 1.0 + 0.3 * w);
+        }
+        assert!((s.cadence(&obs(5.0, 100, Some(t))) - 4.0 / 0.3).abs() < 1e-6);
+    }
+
     #[test]
     fn stops_waiting_where_quiet_windows_never_come_and_probes_again() {
         let cfg = SchedulerConfig {
