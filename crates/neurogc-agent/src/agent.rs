@@ -100,7 +100,7 @@ impl NativeAgent {
         };
         // A model that cannot be used must not take the service down: fall back (the scheduler
         // without its model, else `default`) and say why, in the log and in the first sample.
-        let (mut policy, mut actions) = match self.spec.build(&self.spec_text) {
+        let (mut policy, actions) = match self.spec.build(&self.spec_text) {
             Ok(policy) => (policy, vec![]),
             Err(reason) => {
                 let (spec, name) = self.spec.fallback();
@@ -135,7 +135,8 @@ impl NativeAgent {
                 )));
             }
         };
-        actions.extend(started);
+        // A fallback is said last: a sample shows its interval's last action.
+        let actions: Vec<Action> = started.into_iter().chain(actions).collect();
         shared
             .policy_actions
             .fetch_add(actions.len() as u64, Ordering::Relaxed);

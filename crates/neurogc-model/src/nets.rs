@@ -57,6 +57,11 @@ impl Lstm {
     }
 
     pub fn forward(&self, x: &[f32], window: usize, scratch: &mut [f32]) -> f32 {
+        sigmoid(self.forward_logit(x, window, scratch))
+    }
+
+    /// [`Lstm::forward`] before its sigmoid.
+    pub fn forward_logit(&self, x: &[f32], window: usize, scratch: &mut [f32]) -> f32 {
         #[cfg(target_arch = "x86_64")]
         if crate::linalg::has_avx2_fma() {
             // SAFETY: the CPU supports AVX2 and FMA (checked at run time).
@@ -113,7 +118,7 @@ impl Lstm {
         }
         let mut y = [0.0f32];
         self.fc.forward(h, &mut y);
-        sigmoid(y[0])
+        y[0]
     }
 }
 

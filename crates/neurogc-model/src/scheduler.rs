@@ -27,45 +27,57 @@ pub const SCHEDULER_FORMAT: &str = "neurogc-scheduler/1";
 
 /// Inter-arrival gaps the quiet-window net reads, oldest first.
 pub const QUIET_GAPS: usize = 16;
-/// Inputs per step: the gap, the silence so far, the pause asked about, the long-run mean gap
-/// (each as `ln(1 + ms)`). The last three are the same at every step: the LSTM reads them
-/// beside each gap.
+/// Inputs per step, each in units of the long-run mean gap (so a net trained at one rate reads
+/// another's traffic alike) and as `ln(1 + x)`: the gap, the silence so far, the pause asked
+/// about; then the online survival estimate's answer (its logit), so the net learns what the
+/// recent sequence adds to the gap histogram, not the histogram again. All but the gap are the
+/// same at every step: the LSTM reads them beside each gap.
 pub const QUIET_INPUTS: usize = 4;
 pub const QUIET_INPUT_NAMES: [&str; QUIET_INPUTS] = [
-    "ln1p_gap_ms",
-    "ln1p_silence_ms",
-    "ln1p_pause_ms",
-    "ln1p_mean_gap_ms",
+    "ln1p_gap_per_mean_gap",
+    "ln1p_silence_per_mean_gap",
+    "ln1p_pause_per_mean_gap",
+    "logit_survival",
 ];
 /// The flattened input of one question.
 pub type QuietInput = [f32; QUIET_GAPS * QUIET_INPUTS];
 
-fn ln1p_ms(ns: u64) -> f32 {
-    (ns as f64 / 1e6).ln_1p() as f32
+/// The logit of a probability, kept finite (a certain answer of the survival estimate is as
+/// sure as the net's inputs can say).
+fn logit(p: f64) -> f32 {
+    let p = p.clamp(1e-4, 1.0 - 1e-4);
+    (p / (1.0 - p)).ln() as f32
 }
 
 /// The net's raw inputs (before normalisation) for "nothing arrives in the next `pause_ns`",
-/// asked at `now_ns` after `arrivals_ns` (ascending, on the same clock). `None` with fewer than
-/// `QUIET_GAPS + 1` arrivals: not enough history to ask.
-pub fn quiet_inputs(arrivals_ns: &[u64], now_ns: u64, pause_ns: u64) -> Option<QuietInput> {
+/// asked at `now_ns` after `arrivals_ns` (ascending, on the same clock), where the online
+/// survival estimate answers `survival`. `None` with fewer than `QUIET_GAPS + 1` arrivals: not
+/// enough history to ask.
+pub fn quiet_inputs(
+    arrivals_ns: &[u64],
+    now_ns: u64,
+    pause_ns: u64,
+    survival: f64,
+) -> Option<QuietInput> {
     let n = arrivals_ns.len();
     if n < QUIET_GAPS + 1 {
         return None;
     }
     let last = arrivals_ns[n - 1];
-    let silence = ln1p_ms(now_ns.saturating_sub(last));
-    let pause = ln1p_ms(pause_ns);
     let span = now_ns.max(last).saturating_sub(arrivals_ns[0]);
-    let mean_gap = ln1p_ms(span / (n as u64 - 1).max(1));
+    let mean_gap = (span as f64 / (n - 1) as f64).max(1.0);
+    let rel = |ns: u64| (ns as f64 / mean_gap).ln_1p() as f32;
+    let silence = rel(now_ns.saturating_sub(last));
+    let pause = rel(pause_ns);
     let recent = &arrivals_ns[n - QUIET_GAPS - 1..];
     let mut x = [0f32; QUIET_GAPS * QUIET_INPUTS];
     for (k, pair) in recent.windows(2).enumerate() {
         let row = &mut x[k * QUIET_INPUTS..(k + 1) * QUIET_INPUTS];
         row.copy_from_slice(&[
-            ln1p_ms(pair[1].saturating_sub(pair[0])),
+            rel(pair[1].saturating_sub(pair[0])),
             silence,
             pause,
-            mean_gap,
+            logit(survival),
         ]);
     }
     Some(x)
@@ -106,6 +118,16 @@ pub struct QuietMetrics {
     pub val_brier_survival: Option<f64>,
     pub val_log_loss: Option<f64>,
     pub val_log_loss_survival: Option<f64>,
+    /// At the scheduler's default bar (`quiet=0.9`): of the moments called quiet, the share
+    /// that were (precision), and of the quiet moments, the share called so (recall).
+    #[serde(default)]
+    pub val_precision: Option<f64>,
+    #[serde(default)]
+    pub val_precision_survival: Option<f64>,
+    #[serde(default)]
+    pub val_recall: Option<f64>,
+    #[serde(default)]
+    pub val_recall_survival: Option<f64>,
     pub epochs: Option<usize>,
     pub seconds: Option<f64>,
 }
@@ -118,6 +140,9 @@ pub struct QuietMeta {
     pub gaps: usize,
     pub inputs: Vec<String>,
     pub scale: InputScale,
+    /// Whether the net did better than the online survival estimate on the held-out moments;
+    /// where it did not, the scheduler keeps the estimate (the priors still apply).
+    pub use_net: bool,
     #[serde(default)]
     pub metrics: QuietMetrics,
 }
@@ -228,11 +253,19 @@ impl SchedulerModel {
         self.net.scratch(QUIET_GAPS)
     }
 
-    /// The chance of no arrival within the pause, for raw inputs from [`quiet_inputs`].
+    /// Whether the scheduler asks the net (it beat the online estimate on held-out moments).
+    pub fn uses_net(&self) -> bool {
+        self.meta.quiet.use_net
+    }
+
+    /// The chance of no arrival within the pause, for raw inputs from [`quiet_inputs`]: the
+    /// survival estimate's logit (the last input) corrected by the net's output, so that a net
+    /// that learned nothing answers as the estimate does.
     pub fn quiet_chance(&self, raw: &QuietInput, scratch: &mut [f32]) -> f32 {
+        let survival_logit = raw[QUIET_INPUTS - 1];
         let mut x = *raw;
         self.meta.quiet.scale.apply(&mut x);
-        self.net.forward(&x, QUIET_GAPS, scratch)
+        crate::linalg::sigmoid(survival_logit + self.net.forward_logit(&x, QUIET_GAPS, scratch))
     }
 }
 
@@ -290,12 +323,14 @@ mod tests {
     #[test]
     fn inputs_need_history_and_read_the_recent_gaps() {
         let few: Vec<u64> = (0..QUIET_GAPS as u64).map(|i| i * 10 * MS).collect();
-        assert!(quiet_inputs(&few, 200 * MS, 5 * MS).is_none());
+        assert!(quiet_inputs(&few, 200 * MS, 5 * MS, 0.5).is_none());
         let arrivals: Vec<u64> = (0..100u64).map(|i| i * 10 * MS).collect();
-        let x = quiet_inputs(&arrivals, 990 * MS + 4 * MS, 5 * MS).unwrap();
+        let x = quiet_inputs(&arrivals, 990 * MS + 4 * MS, 5 * MS, 0.5).unwrap();
         let step = |k: usize| &x[k * QUIET_INPUTS..(k + 1) * QUIET_INPUTS];
-        let ln = |ms: f64| ms.ln_1p() as f32;
-        let want = [ln(10.0), ln(4.0), ln(5.0), ln(994.0 / 99.0)];
+        // The mean gap: 994 ms over 99 gaps.
+        let mean = 994.0 / 99.0;
+        let ln = |ms: f64| (ms / mean).ln_1p() as f32;
+        let want = [ln(10.0), ln(4.0), ln(5.0), 0.0];
         assert!(
             step(0).iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-6),
             "{:?}",

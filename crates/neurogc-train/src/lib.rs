@@ -51,7 +51,7 @@ pub struct TrainArgs {
     /// Samples per window [default: 10 for lstm/transformer, 20 for feedforward/forest].
     #[arg(long)]
     pub window: Option<usize>,
-    /// Passes over the training windows (neural models) [default: 100; scheduler: 12].
+    /// Passes over the training windows (neural models) [default: 100; scheduler: 20].
     #[arg(long)]
     pub epochs: Option<usize>,
     /// Windows per gradient step (neural models) [default: 32; scheduler: 256].
@@ -204,12 +204,12 @@ pub fn train_scheduler(args: &TrainArgs) -> Result<scheduler::SchedulerReport> {
         out: args.out.clone(),
         hidden: args.hidden.unwrap_or(16),
         layers: args.layers.unwrap_or(1),
-        epochs: args.epochs.unwrap_or(12),
+        epochs: args.epochs.unwrap_or(20),
         batch: args.batch.unwrap_or(256),
         lr: args.lr.unwrap_or(2e-3),
         seed: args.seed,
         val_fraction: args.val_fraction,
-        per_trial: 6000,
+        per_trial: 20_000,
         quiet: args.quiet,
     };
     cfg.check()?;

@@ -221,7 +221,12 @@ impl Net {
 
     /// `x`: `[batch, window, inputs]` normalised → `[batch]` in (0, 1). Dropout only when
     /// `rng` is given (training).
-    pub fn forward(&self, x: &Tensor, mut rng: Option<&mut Rng>) -> Result<Tensor> {
+    pub fn forward(&self, x: &Tensor, rng: Option<&mut Rng>) -> Result<Tensor> {
+        candle_nn::ops::sigmoid(&self.forward_logit(x, rng)?)
+    }
+
+    /// [`Net::forward`] before its sigmoid: `[batch]` logits.
+    pub fn forward_logit(&self, x: &Tensor, mut rng: Option<&mut Rng>) -> Result<Tensor> {
         let mut drop = |t: Tensor, p: f32| -> Result<Tensor> {
             match rng.as_deref_mut() {
                 Some(r) => dropout(&t, p, r),
@@ -296,6 +301,6 @@ impl Net {
                 h
             }
         };
-        candle_nn::ops::sigmoid(&out)?.squeeze(D::Minus1)
+        out.squeeze(D::Minus1)
     }
 }

@@ -125,19 +125,33 @@ impl Examples {
     }
 }
 
-/// The trace's hindsight examples, split in time: the moments before `1 − val_fraction` of
-/// its length train, the rest validate. At most `cap` examples, drawn at random.
-pub fn quiet_examples(
-    trace: &Trace,
-    val_fraction: f64,
-    cap: usize,
-    rng: &mut Rng,
-) -> (Examples, Examples) {
+/// A trace's examples, split in time: the net is fitted on the first, training stops at the
+/// epoch that did best on the second, and the last (`val_fraction` of the trace) is held out.
+#[derive(Clone, Debug, Default)]
+pub struct Splits {
+    pub fit: Examples,
+    pub stop: Examples,
+    pub val: Examples,
+}
+
+impl Splits {
+    fn append(&mut self, other: Splits) {
+        self.fit.append(other.fit);
+        self.stop.append(other.stop);
+        self.val.append(other.val);
+    }
+}
+
+/// The trace's hindsight examples, split in time: the last `val_fraction` of its length is held
+/// out, the half as much before it decides when training stops, the rest fits. At most `cap`
+/// examples, drawn at random.
+pub fn quiet_examples(trace: &Trace, val_fraction: f64, cap: usize, rng: &mut Rng) -> Splits {
     let arrivals = &trace.arrivals;
     // Arrival times in ns on a clock that starts above 0 (the ring's convention).
     let ns = |s: f64| ((s + 1.0) * 1e9) as u64;
     let arrivals_ns: Vec<u64> = arrivals.iter().map(|&a| ns(a)).collect();
-    let split = trace.length * (1.0 - val_fraction);
+    let val_from = trace.length * (1.0 - val_fraction);
+    let stop_from = trace.length * (1.0 - 1.5 * val_fraction);
     let mut candidates: Vec<(f64, usize)> = Vec::new();
     // Sweep: `seen` arrivals at or before t; `busy_until` the latest end among them.
     let mut seen = 0;
@@ -166,15 +180,11 @@ pub fn quiet_examples(
         questions.truncate(cap);
         questions.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
-    let (mut train, mut val) = (Examples::default(), Examples::default());
+    let mut splits = Splits::default();
     for (t, seen, d) in questions {
         let history = &arrivals_ns[seen.saturating_sub(RING)..seen];
         let now = ns(t);
         let pause = Duration::from_secs_f64(d / 1e3);
-        let Some(x) = quiet_inputs(history, now, pause.as_nanos() as u64) else {
-            continue;
-        };
-        let quiet = arrivals.get(seen).is_none_or(|&next| next > t + d / 1e3);
         let survival = Traffic {
             in_flight: 0,
             now_ns: now,
@@ -182,10 +192,20 @@ pub fn quiet_examples(
             total: seen as u64,
         }
         .quiet_chance(pause);
-        let into = if t < split { &mut train } else { &mut val };
+        let Some(x) = quiet_inputs(history, now, pause.as_nanos() as u64, survival) else {
+            continue;
+        };
+        let quiet = arrivals.get(seen).is_none_or(|&next| next > t + d / 1e3);
+        let into = if t >= val_from {
+            &mut splits.val
+        } else if t >= stop_from {
+            &mut splits.stop
+        } else {
+            &mut splits.fit
+        };
         into.push(&x, quiet, survival);
     }
-    (train, val)
+    splits
 }
 
 /// z-score statistics of each input over the examples.
@@ -229,6 +249,20 @@ fn log_loss(p: &[f32], y: &[f32]) -> Option<f64> {
             .sum::<f64>()
             / y.len() as f64
     })
+}
+
+/// Precision and recall of "quiet" at the scheduler's default bar (`quiet=0.9`).
+fn at_bar(p: &[f32], y: &[f32]) -> (Option<f64>, Option<f64>) {
+    let bar = neurogc_core::policy::SchedulerConfig::default().quiet as f32;
+    let called = p.iter().filter(|&&p| p >= bar).count();
+    let hits = p
+        .iter()
+        .zip(y)
+        .filter(|(&p, &y)| p >= bar && y == 1.0)
+        .count();
+    let quiet = y.iter().filter(|&&y| y == 1.0).count();
+    let share = |a: usize, b: usize| (b > 0).then(|| a as f64 / b as f64);
+    (share(hits, called), share(hits, quiet))
 }
 
 /// The service a run measured: a bundled workload's name, or its command.
@@ -332,7 +366,7 @@ pub fn train(cfg: &SchedulerConfig) -> Result<SchedulerReport> {
         bail!("--model scheduler: give one or more run directories with --data RUN_DIR");
     }
     let mut rng = Rng::new(cfg.seed);
-    let (mut train, mut val) = (Examples::default(), Examples::default());
+    let mut splits = Splits::default();
     let mut unfrozen_traces = Vec::new();
     let mut sources = Vec::new();
     let mut warnings = Vec::new();
@@ -351,9 +385,12 @@ pub fn train(cfg: &SchedulerConfig) -> Result<SchedulerReport> {
             trials += 1;
             requests += trace.arrivals.len();
             collections += trace.full.len();
-            let (tr, va) = quiet_examples(&trace, cfg.val_fraction, cfg.per_trial, &mut rng);
-            train.append(tr);
-            val.append(va);
+            splits.append(quiet_examples(
+                &trace,
+                cfg.val_fraction,
+                cfg.per_trial,
+                &mut rng,
+            ));
             if unfrozen(t) {
                 let middle: Vec<f64> = t
                     .gc_events
@@ -379,6 +416,11 @@ pub fn train(cfg: &SchedulerConfig) -> Result<SchedulerReport> {
             collections,
         });
     }
+    let Splits {
+        fit: train,
+        stop,
+        val,
+    } = splits;
     if train.len() < 100 {
         bail!(
             "only {} training moments with nothing in flight: the runs are too short or the \
@@ -408,7 +450,28 @@ pub fn train(cfg: &SchedulerConfig) -> Result<SchedulerReport> {
         Priors::default()
     };
     let scale = input_scale(&train);
-    let (tensors, val_pred, epochs) = fit(cfg, &train, &val, &scale, &mut rng)?;
+    let (tensors, val_pred, epochs) = fit(cfg, &train, &stop, &val, &scale, &mut rng)?;
+    let net_loss = log_loss(&val_pred, &val.y);
+    let survival_loss = log_loss(&val.survival, &val.y);
+    let net_brier = brier(&val_pred, &val.y);
+    let survival_brier = brier(&val.survival, &val.y);
+    // The net is used only where it did better than the online estimate on held-out moments,
+    // by both scores.
+    let better = |a: Option<f64>, b: Option<f64>| matches!((a, b), (Some(a), Some(b)) if a < b);
+    let use_net = better(net_loss, survival_loss) && better(net_brier, survival_brier);
+    if !use_net {
+        let f = |v: Option<f64>| v.map_or("n/a".into(), |v| format!("{v:.4}"));
+        warnings.push(format!(
+            "the quiet-window net did not beat the online survival estimate on held-out moments \
+             (log loss {} against {}, Brier {} against {}): the scheduler will keep the estimate",
+            f(net_loss),
+            f(survival_loss),
+            f(net_brier),
+            f(survival_brier)
+        ));
+    }
+    let (precision, recall) = at_bar(&val_pred, &val.y);
+    let (precision_survival, recall_survival) = at_bar(&val.survival, &val.y);
     let meta = SchedulerMeta {
         format: SCHEDULER_FORMAT.into(),
         quiet: QuietMeta {
@@ -417,15 +480,20 @@ pub fn train(cfg: &SchedulerConfig) -> Result<SchedulerReport> {
             gaps: QUIET_GAPS,
             inputs: QUIET_INPUT_NAMES.iter().map(|s| s.to_string()).collect(),
             scale,
+            use_net,
             metrics: QuietMetrics {
                 train_examples: train.len(),
                 val_examples: val.len(),
                 val_quiet_rate: (!val.is_empty())
                     .then(|| val.y.iter().map(|&y| f64::from(y)).sum::<f64>() / val.len() as f64),
-                val_brier: brier(&val_pred, &val.y),
-                val_brier_survival: brier(&val.survival, &val.y),
-                val_log_loss: log_loss(&val_pred, &val.y),
-                val_log_loss_survival: log_loss(&val.survival, &val.y),
+                val_brier: net_brier,
+                val_brier_survival: survival_brier,
+                val_log_loss: net_loss,
+                val_log_loss_survival: survival_loss,
+                val_precision: precision,
+                val_precision_survival: precision_survival,
+                val_recall: recall,
+                val_recall_survival: recall_survival,
                 epochs: Some(epochs),
                 seconds: Some(started.elapsed().as_secs_f64()),
             },
@@ -478,33 +546,54 @@ fn load_run(dir: &Path) -> Result<RunData> {
     RunData::load(dir).with_context(|| format!("--data {}", dir.display()))
 }
 
+/// A batch: normalised inputs `[n, gaps, inputs]`, labels `[n]`, and the survival estimate's
+/// logits `[n]` the net's output corrects.
 fn batch(
     ex: &Examples,
     scale: &InputScale,
     idx: &[usize],
-) -> candle_core::Result<(Tensor, Tensor)> {
+) -> candle_core::Result<(Tensor, Tensor, Tensor)> {
     let mut x = Vec::with_capacity(idx.len() * WIDTH);
     let mut y = Vec::with_capacity(idx.len());
+    let mut base = Vec::with_capacity(idx.len());
     for &i in idx {
         let start = x.len();
         x.extend_from_slice(ex.input(i));
+        base.push(x[start + QUIET_INPUTS - 1]);
         scale.apply(&mut x[start..]);
         y.push(ex.y[i]);
     }
+    let n = idx.len();
     Ok((
-        Tensor::from_vec(x, (idx.len(), QUIET_GAPS, QUIET_INPUTS), &Device::Cpu)?,
-        Tensor::from_vec(y, idx.len(), &Device::Cpu)?,
+        Tensor::from_vec(x, (n, QUIET_GAPS, QUIET_INPUTS), &Device::Cpu)?,
+        Tensor::from_vec(y, n, &Device::Cpu)?,
+        Tensor::from_vec(base, n, &Device::Cpu)?,
     ))
+}
+
+/// The chance of quiet: the survival logit corrected by the net's, as the agent computes it.
+fn chance(net: &Net, x: &Tensor, base: &Tensor) -> candle_core::Result<Tensor> {
+    candle_nn::ops::sigmoid(&(base + net.forward_logit(x, None)?)?)
 }
 
 fn predict(net: &Net, ex: &Examples, scale: &InputScale) -> candle_core::Result<Vec<f32>> {
     let idx: Vec<usize> = (0..ex.len()).collect();
     let mut out = Vec::with_capacity(ex.len());
     for chunk in idx.chunks(1024) {
-        let (x, _) = batch(ex, scale, chunk)?;
-        out.extend(net.forward(&x, None)?.to_vec1::<f32>()?);
+        let (x, _, base) = batch(ex, scale, chunk)?;
+        out.extend(chance(net, &x, &base)?.to_vec1::<f32>()?);
     }
     Ok(out)
+}
+
+/// Sets the output layer to zero: the net starts out answering as the survival estimate.
+fn zero_output(varmap: &VarMap) -> candle_core::Result<()> {
+    let data = varmap.data().lock().expect("varmap lock");
+    for name in ["fc.weight", "fc.bias"] {
+        let var = data.get(name).expect("the LSTM's output layer");
+        var.set(&var.as_tensor().zeros_like()?)?;
+    }
+    Ok(())
 }
 
 type Fitted = (Vec<(String, Saved)>, Vec<f32>, usize);
@@ -512,6 +601,7 @@ type Fitted = (Vec<(String, Saved)>, Vec<f32>, usize);
 fn fit(
     cfg: &SchedulerConfig,
     train: &Examples,
+    stop: &Examples,
     val: &Examples,
     scale: &InputScale,
     rng: &mut Rng,
@@ -523,6 +613,7 @@ fn fit(
     };
     let varmap = VarMap::new();
     let net = Net::new(&arch, QUIET_GAPS, QUIET_INPUTS, &varmap, rng)?;
+    zero_output(&varmap)?;
     let mut opt = AdamW::new(
         varmap.all_vars(),
         ParamsAdamW {
@@ -534,12 +625,21 @@ fn fit(
     let bar = crate::train::progress(cfg.epochs, cfg.quiet);
     bar.set_prefix("scheduler");
     let mut order: Vec<usize> = (0..train.len()).collect();
+    // The moments of one trace are close in time and alike: a net fitted on them for long
+    // learns those seconds. The weights kept are the epoch's that did best on the stopping
+    // moments (later than the fitted ones, earlier than the held-out ones).
+    // Epoch 0: the output layer at zero, the survival estimate itself.
+    let mut best: Option<(f64, usize, Vec<(String, Saved)>)> = Some((
+        log_loss(&predict(&net, stop, scale)?, &stop.y).unwrap_or(f64::INFINITY),
+        0,
+        crate::train::export(&varmap)?,
+    ));
     for epoch in 1..=cfg.epochs {
         rng.shuffle(&mut order);
         let mut total = 0.0;
         for chunk in order.chunks(cfg.batch.max(1)) {
-            let (x, y) = batch(train, scale, chunk)?;
-            let p = net.forward(&x, None)?.clamp(1e-6f32, 1.0 - 1e-6)?;
+            let (x, y, base) = batch(train, scale, chunk)?;
+            let p = chance(&net, &x, &base)?.clamp(1e-6f32, 1.0 - 1e-6)?;
             // Binary cross-entropy: the net's output is a probability.
             let ones = Tensor::ones_like(&y)?;
             let loss = ((&y * p.log()?)? + ((&ones - &y)? * (&ones - &p)?.log()?)?)?
@@ -552,7 +652,22 @@ fn fit(
             }
             total += l * chunk.len() as f64;
         }
-        let message = format!("train log loss {:.4}", total / train.len() as f64);
+        let stop_loss = log_loss(&predict(&net, stop, scale)?, &stop.y);
+        if best
+            .as_ref()
+            .is_none_or(|(b, _, _)| stop_loss.is_some_and(|s| s < *b))
+        {
+            best = Some((
+                stop_loss.unwrap_or(f64::INFINITY),
+                epoch,
+                crate::train::export(&varmap)?,
+            ));
+        }
+        let message = format!(
+            "train log loss {:.4}, stopping moments {}",
+            total / train.len() as f64,
+            stop_loss.map_or("n/a".into(), |v| format!("{v:.4}"))
+        );
         bar.set_message(message.clone());
         bar.set_position(epoch as u64);
         if bar.is_hidden() && !cfg.quiet {
@@ -560,9 +675,26 @@ fn fit(
         }
     }
     bar.finish();
-    let tensors = crate::train::export(&varmap)?;
+    let (_, epoch, tensors) = best.expect("at least one epoch");
+    // The held-out predictions of the weights kept, through a net built from them.
+    let kept = VarMap::new();
+    let net = Net::new(&arch, QUIET_GAPS, QUIET_INPUTS, &kept, rng)?;
+    for (name, saved) in &tensors {
+        if let Saved::F32(shape, v) = saved {
+            kept.data()
+                .lock()
+                .expect("varmap lock")
+                .get(name)
+                .expect("the same parameters")
+                .set(&Tensor::from_vec(
+                    v.clone(),
+                    shape.as_slice(),
+                    &Device::Cpu,
+                )?)?;
+        }
+    }
     let val_pred = predict(&net, val, scale)?;
-    Ok((tensors, val_pred, cfg.epochs))
+    Ok((tensors, val_pred, epoch))
 }
 
 /// Prints what was learned (the `neurogc train` summary).
@@ -585,6 +717,18 @@ pub fn print_report(report: &SchedulerReport, out: &Path) {
         f(q.val_log_loss_survival),
         q.val_quiet_rate
             .map_or("n/a".into(), |r| format!("{:.1} %", r * 100.0))
+    );
+    println!(
+        "  called quiet at P >= 0.9: precision {} ({}), recall {} ({}); the scheduler uses {}",
+        f(q.val_precision),
+        f(q.val_precision_survival),
+        f(q.val_recall),
+        f(q.val_recall_survival),
+        if report.meta.quiet.use_net {
+            "the net"
+        } else {
+            "the online estimate"
+        }
     );
     let p = &report.meta.priors;
     let ms = |v: Option<f64>| v.map_or_else(|| "none".to_string(), |v| format!("{v:.2} ms"));
@@ -633,28 +777,32 @@ mod tests {
     fn labels_say_whether_a_pause_then_would_have_met_a_request() {
         let trace = steady(5.0, vec![]);
         let mut rng = Rng::new(1);
-        let (train, val) = quiet_examples(&trace, 0.2, usize::MAX, &mut rng);
+        let Splits {
+            fit: train,
+            stop,
+            val,
+        } = quiet_examples(&trace, 0.2, usize::MAX, &mut rng);
         assert!(
             train.len() > 1000 && val.len() > 200,
             "{} {}",
             train.len(),
             val.len()
         );
-        for ex in [&train, &val] {
+        // In time: fitted, then the stopping moments (a tenth), then the held-out fifth.
+        assert!((stop.len() as f64 / val.len() as f64 - 0.5).abs() < 0.1);
+        for ex in [&train, &stop, &val] {
             for i in 0..ex.len() {
                 let x = ex.input(i);
-                // Nothing is in flight at a moment asked about; requests are 10 ms apart, so
-                // the pause decides: a window of 10 ms or more always meets the next arrival.
-                let silence_ms = f64::from(x[1]).exp_m1();
-                let pause_ms = f64::from(x[2]).exp_m1();
-                assert!(silence_ms >= 2.0 - 1e-3, "{silence_ms}");
-                let end = silence_ms + pause_ms;
-                if (end - 10.0).abs() > 0.01 {
-                    assert_eq!(
-                        ex.y[i] == 1.0,
-                        end < 10.0,
-                        "silence {silence_ms} pause {pause_ms}"
-                    );
+                // Nothing is in flight at a moment asked about; requests are 10 ms apart (the
+                // mean gap, the inputs' unit), so the pause decides: a window reaching the next
+                // beat meets its arrival.
+                let silence = f64::from(x[1]).exp_m1();
+                let pause = f64::from(x[2]).exp_m1();
+                assert!(silence >= 0.19, "{silence}");
+                let end = silence + pause;
+                // (The mean gap runs up to 5 % over the beat while the history is short.)
+                if (end - 1.0).abs() > 0.08 {
+                    assert_eq!(ex.y[i] == 1.0, end < 1.0, "silence {silence} pause {pause}");
                 }
             }
         }

@@ -351,9 +351,14 @@ impl Scheduler {
         let p = &m.meta.priors;
         let ms = |v: Option<f64>| v.map_or("none".to_string(), |v| format!("{v:.1} ms"));
         format!(
-            "model trained on {} run(s): quiet windows by its net; priors: full pause {}, \
+            "model trained on {} run(s): quiet windows by {}; priors: full pause {}, \
              unfrozen pause {} + {} per request",
             m.meta.data.len(),
+            if m.uses_net() {
+                "its net"
+            } else {
+                "the online estimate (the net did not beat it on held-out moments)"
+            },
             ms(p.full_pause_ms),
             ms(p.unfrozen_a_ms),
             p.unfrozen_b_ms
@@ -389,13 +394,14 @@ impl Scheduler {
             return (0.0, "");
         }
         let pause = Duration::from_secs_f64(pause_ms / 1e3);
-        if let Some(model) = &self.model {
-            if let Some(x) = quiet_inputs(t.arrivals, t.now_ns, pause.as_nanos() as u64) {
+        let survival = t.quiet_chance(pause);
+        if let Some(model) = self.model.as_ref().filter(|m| m.uses_net()) {
+            if let Some(x) = quiet_inputs(t.arrivals, t.now_ns, pause.as_nanos() as u64, survival) {
                 let p = model.quiet_chance(&x, &mut self.scratch);
                 return (f64::from(p), " (model)");
             }
         }
-        (t.quiet_chance(pause), "")
+        (survival, "")
     }
 
     /// The RSS budget in force.
@@ -1138,12 +1144,13 @@ mod tests {
         assert!(a[0].reason.contains("2 in flight"), "{a:?}");
     }
 
-    /// A model whose net answers `chance` to every question (an LSTM with zero weights and
-    /// the output bias set), with the given priors.
-    fn model(chance: f32, priors: neurogc_model::scheduler::Priors) -> SchedulerModel {
+    /// A model whose net adds `correction` to the survival estimate's logit for every question
+    /// (an LSTM with zero weights and the output bias set), with the given priors.
+    fn model(correction: f32, priors: neurogc_model::scheduler::Priors) -> SchedulerModel {
         use neurogc_model::model::TensorMap;
         use neurogc_model::scheduler::*;
         let h = 2;
+        // (QUIET_INPUTS inputs per step.)
         let mut t = TensorMap::new();
         let zeros = |n| vec![0f32; n];
         t.insert_f32(
@@ -1155,7 +1162,7 @@ mod tests {
         t.insert_f32("lstm.bias_ih_l0", vec![4 * h], zeros(4 * h));
         t.insert_f32("lstm.bias_hh_l0", vec![4 * h], zeros(4 * h));
         t.insert_f32("fc.weight", vec![1, h], zeros(h));
-        t.insert_f32("fc.bias", vec![1], vec![(chance / (1.0 - chance)).ln()]);
+        t.insert_f32("fc.bias", vec![1], vec![correction]);
         let meta = SchedulerMeta {
             format: SCHEDULER_FORMAT.into(),
             quiet: QuietMeta {
@@ -1167,6 +1174,7 @@ mod tests {
                     mean: vec![0.0; QUIET_INPUTS],
                     std: vec![1.0; QUIET_INPUTS],
                 },
+                use_net: true,
                 metrics: QuietMetrics::default(),
             },
             priors,
@@ -1185,24 +1193,34 @@ mod tests {
         };
         let arrivals = steady_arrivals();
         // Nothing in flight, 1 ms after an arrival of a 5 ms beat: the gaps' survival says the
-        // next one comes within the pause; a model that learned otherwise is believed.
+        // next one comes within the pause; a net that learned otherwise is believed, one that
+        // learned nothing answers as the estimate, one not shown better is not asked.
         let between = Traffic {
             in_flight: 0,
             now_ns: 496_000_000,
             arrivals: &arrivals,
             total: 100,
         };
-        for (chance, collects) in [(None, false), (Some(0.99), true), (Some(0.5), false)] {
+        for (correction, use_net, collects) in [
+            (None, true, false),
+            (Some(30.0), true, true),
+            (Some(0.0), true, false),
+            (Some(30.0), false, false),
+        ] {
             let (s, mut gc) = started(cfg);
-            let mut s = match chance {
-                Some(p) => s.with_model(model(p, Default::default())),
+            let mut s = match correction {
+                Some(c) => {
+                    let mut m = model(c, Default::default());
+                    m.meta.quiet.use_net = use_net;
+                    s.with_model(m)
+                }
                 None => s,
             };
             s.tick(&mut gc, &obs(0.5, 100, None)).unwrap();
             let a = s.tick(&mut gc, &obs(1.0, 120, Some(between))).unwrap();
-            assert_eq!(!a.is_empty(), collects, "{chance:?}: {a:?}");
+            assert_eq!(!a.is_empty(), collects, "{correction:?} {use_net}: {a:?}");
             if collects {
-                assert!(a[0].reason.contains("= 0.99 (model)"), "{a:?}");
+                assert!(a[0].reason.contains("= 1.00 (model)"), "{a:?}");
             }
             // In flight is never quiet, whatever the model says.
             let busy = busy(&arrivals);
@@ -1223,7 +1241,7 @@ mod tests {
             collections: 8,
         };
         let (s, mut gc) = started_now();
-        let mut s = s.with_model(model(0.5, priors));
+        let mut s = s.with_model(model(0.0, priors));
         let freeze = Plan::Freeze;
         let o = obs(1.0, 100, Some(busy(&[])));
         assert_eq!(s.predicted_pause_ms(&freeze, &o), 300.0);
