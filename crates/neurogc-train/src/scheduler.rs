@@ -629,11 +629,8 @@ fn fit(
     // learns those seconds. The weights kept are the epoch's that did best on the stopping
     // moments (later than the fitted ones, earlier than the held-out ones).
     // Epoch 0: the output layer at zero, the survival estimate itself.
-    let mut best: Option<(f64, usize, Vec<(String, Saved)>)> = Some((
-        log_loss(&predict(&net, stop, scale)?, &stop.y).unwrap_or(f64::INFINITY),
-        0,
-        crate::train::export(&varmap)?,
-    ));
+    let mut best_loss = log_loss(&predict(&net, stop, scale)?, &stop.y).unwrap_or(f64::INFINITY);
+    let mut best = (0, crate::train::export(&varmap)?);
     for epoch in 1..=cfg.epochs {
         rng.shuffle(&mut order);
         let mut total = 0.0;
@@ -653,15 +650,9 @@ fn fit(
             total += l * chunk.len() as f64;
         }
         let stop_loss = log_loss(&predict(&net, stop, scale)?, &stop.y);
-        if best
-            .as_ref()
-            .is_none_or(|(b, _, _)| stop_loss.is_some_and(|s| s < *b))
-        {
-            best = Some((
-                stop_loss.unwrap_or(f64::INFINITY),
-                epoch,
-                crate::train::export(&varmap)?,
-            ));
+        if let Some(l) = stop_loss.filter(|&l| l < best_loss) {
+            best_loss = l;
+            best = (epoch, crate::train::export(&varmap)?);
         }
         let message = format!(
             "train log loss {:.4}, stopping moments {}",
@@ -675,7 +666,7 @@ fn fit(
         }
     }
     bar.finish();
-    let (_, epoch, tensors) = best.expect("at least one epoch");
+    let (epoch, tensors) = best;
     // The held-out predictions of the weights kept, through a net built from them.
     let kept = VarMap::new();
     let net = Net::new(&arch, QUIET_GAPS, QUIET_INPUTS, &kept, rng)?;
