@@ -95,6 +95,8 @@ pub struct Cell {
     pub to_bound: Option<Ratio>,
     /// p99 against `default`, the hyperfine-style sentence.
     pub vs_default: Option<String>,
+    /// p99 against `default`, as a ratio (absent for `default` itself).
+    pub to_default: Option<Ratio>,
     /// Collections of the middle and old generations in its measured rounds: none means what
     /// it defers (and its pauses) fall outside the window.
     pub old_collections: Option<u64>,
@@ -302,6 +304,9 @@ fn score_workload(w: &WorkloadRun) -> WorkloadScore {
                 }
                 Some(s)
             }),
+            to_default: default
+                .filter(|&d| d != i)
+                .and_then(|d| ratio(&units[d], &units[i], p99_floor)),
             old_collections: old_collections(a, p),
             rss_to_default: rss_to_default[i],
         })
@@ -621,6 +626,7 @@ pub fn markdown(s: &Scoreboard, header: &str, heatmap: Option<&str>) -> String {
     if let Some(h) = heatmap {
         let _ = writeln!(md, "![p99 against the best fixed policy]({h})\n");
     }
+    bar_section(&mut md, s);
     let _ = writeln!(md, "## Is one fixed policy best on every workload?\n");
     if s.best_everywhere.is_empty() {
         let _ = writeln!(
@@ -876,6 +882,7 @@ mod tests {
             to_best: None,
             to_bound: None,
             vs_default: None,
+            to_default: None,
             old_collections: old,
             rss_to_default: Some(rss / 289.0),
         }
@@ -917,6 +924,52 @@ mod tests {
             deferred_notes(&workload(None)).is_empty(),
             "unknown is not none"
         );
+    }
+
+    #[test]
+    fn the_scheduler_is_held_to_its_bar_and_a_miss_says_by_how_much() {
+        let r = |estimate: f64, significant| Ratio {
+            estimate,
+            lower: estimate * 0.9,
+            upper: estimate * 1.1,
+            significant,
+        };
+        let mut w = workload(Some(3));
+        let mut sched = cell("neurogc", Kind::Learned, Some(9), 300.0);
+        sched.to_best = Some(r(1.2, false));
+        sched.to_bound = Some(r(1.05, false));
+        sched.to_default = Some(r(0.5, true));
+        let mut ok = cell("neurogc:/m", Kind::Learned, Some(9), 290.0);
+        ok.label = "neurogc-own".into();
+        ok.to_best = Some(r(0.9, false));
+        ok.to_bound = Some(r(1.0, false));
+        ok.to_default = Some(r(0.5, true));
+        w.cells.extend([sched, ok]);
+        let board = Scoreboard {
+            workloads: vec![w],
+            best_everywhere: vec![],
+        };
+        let mut md = String::new();
+        bar_section(&mut md, &board);
+        assert!(
+            md.contains("### neurogc\n") && md.contains("### neurogc-own\n"),
+            "{md}"
+        );
+        // 1.2 over the 1.05 bar: 14 % over; the rest met.
+        assert!(
+            md.contains("| w | ✘ 1.20× (+14 % over) | ✔ 1.05× | ✔ 1.04× |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("neurogc meets every check made on 0 of 1"),
+            "{md}"
+        );
+        assert!(
+            md.contains("neurogc-own meets every check made on 1 of 1"),
+            "{md}"
+        );
+        // Fixed recipes are not held to it.
+        assert!(!md.contains("### default"));
     }
 
     #[test]
@@ -992,5 +1045,91 @@ mod tests {
         let notes = deferred_notes(&w);
         assert_eq!(notes.len(), 1, "{notes:?}");
         assert!(notes[0].contains("regardless of memory"), "{notes:?}");
+    }
+}
+
+/// The learned scheduler's bar (issue 12): on every workload, p99 at most this many times the
+/// best fixed policy's ...
+pub const BAR_TO_BEST: f64 = 1.05;
+/// ... and the GC-off bound's, peak RSS within [`RSS_BOUND`] of the default's, and never
+/// significantly slower than the default.
+pub const BAR_TO_BOUND: f64 = 1.10;
+
+/// One check of the bar: the value, the limit, whether it is met.
+fn bar_cell(value: Option<f64>, limit: f64) -> (String, Option<bool>) {
+    match value {
+        None => ("n/a".into(), None),
+        Some(v) if v <= limit => (format!("✔ {v:.2}×"), Some(true)),
+        Some(v) => (
+            format!("✘ {v:.2}× (+{:.0} % over)", (v / limit - 1.0) * 100.0),
+            Some(false),
+        ),
+    }
+}
+
+/// "The learned policies against the scheduler's bar": per `neurogc` policy (with or without a
+/// model) and workload, each of the four checks met or missed, and by how much.
+fn bar_section(md: &mut String, s: &Scoreboard) {
+    let mut labels: Vec<&str> = Vec::new();
+    for c in s.workloads.iter().flat_map(|w| &w.cells) {
+        let scheduler = matches!(c.spec.parse::<PolicySpec>(), Ok(PolicySpec::Neurogc { .. }));
+        if scheduler && !labels.contains(&c.label.as_str()) {
+            labels.push(&c.label);
+        }
+    }
+    if labels.is_empty() {
+        return;
+    }
+    let _ = writeln!(md, "## The scheduler against its bar\n");
+    let _ = writeln!(
+        md,
+        "On every workload: p99 at most {BAR_TO_BEST:.2}× the best fixed policy's (★) and \
+         {BAR_TO_BOUND:.2}× the GC-off bound's, peak RSS at most {RSS_BOUND:.2}× the default's, \
+         and never significantly slower than the default (the scoreboard's test: the \
+         interval excludes 1 and the ratio is beyond the A/A floor). Point estimates against \
+         the limits; a miss says by how much it is over.\n"
+    );
+    for label in labels {
+        let _ = writeln!(md, "### {label}\n");
+        let _ = writeln!(
+            md,
+            "| workload | p99 / best fixed | p99 / GC-off bound | peak RSS / default's | vs default |"
+        );
+        let _ = writeln!(md, "|---|---|---|---|---|");
+        let (mut met, mut scored) = (0, 0);
+        for w in &s.workloads {
+            let Some(c) = w.cells.iter().find(|c| c.label == label) else {
+                continue;
+            };
+            let (best, b_ok) = bar_cell(c.to_best.as_ref().map(|r| r.estimate), BAR_TO_BEST);
+            let (bound, g_ok) = bar_cell(c.to_bound.as_ref().map(|r| r.estimate), BAR_TO_BOUND);
+            let (rss, r_ok) = bar_cell(c.rss_to_default, RSS_BOUND);
+            let (default, d_ok) = match &c.to_default {
+                None => ("n/a".to_string(), None),
+                Some(r) if r.significant && r.estimate > 1.0 => (
+                    format!("✘ {} (significantly slower)", ratio_text(r)),
+                    Some(false),
+                ),
+                Some(r) => (format!("✔ {}", ratio_text(r)), Some(true)),
+            };
+            // A check that cannot be made here (no GC-off bound in the run) is left out.
+            if b_ok.is_some() {
+                scored += 1;
+                met += usize::from([b_ok, g_ok, r_ok, d_ok].iter().flatten().all(|&ok| ok));
+            }
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} |",
+                w.name,
+                cell_text(&best),
+                cell_text(&bound),
+                cell_text(&rss),
+                cell_text(&default)
+            );
+        }
+        let _ = writeln!(
+            md,
+            "\n{label} meets every check made on {met} of {scored} workloads scored.\n"
+        );
     }
 }
