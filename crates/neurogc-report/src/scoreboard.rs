@@ -844,6 +844,92 @@ pub fn write_json(s: &Scoreboard, path: &Path) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
 }
 
+/// The learned scheduler's bar (issue 12): on every workload, p99 at most this many times the
+/// best fixed policy's ...
+pub const BAR_TO_BEST: f64 = 1.05;
+/// ... and the GC-off bound's, peak RSS within [`RSS_BOUND`] of the default's, and never
+/// significantly slower than the default.
+pub const BAR_TO_BOUND: f64 = 1.10;
+
+/// One check of the bar: the value, the limit, whether it is met.
+fn bar_cell(value: Option<f64>, limit: f64) -> (String, Option<bool>) {
+    match value {
+        None => ("n/a".into(), None),
+        Some(v) if v <= limit => (format!("✔ {v:.2}×"), Some(true)),
+        Some(v) => (
+            format!("✘ {v:.2}× (+{:.0} % over)", (v / limit - 1.0) * 100.0),
+            Some(false),
+        ),
+    }
+}
+
+/// "The learned policies against the scheduler's bar": per `neurogc` policy (with or without a
+/// model) and workload, each of the four checks met or missed, and by how much.
+fn bar_section(md: &mut String, s: &Scoreboard) {
+    let mut labels: Vec<&str> = Vec::new();
+    for c in s.workloads.iter().flat_map(|w| &w.cells) {
+        let scheduler = matches!(c.spec.parse::<PolicySpec>(), Ok(PolicySpec::Neurogc { .. }));
+        if scheduler && !labels.contains(&c.label.as_str()) {
+            labels.push(&c.label);
+        }
+    }
+    if labels.is_empty() {
+        return;
+    }
+    let _ = writeln!(md, "## The scheduler against its bar\n");
+    let _ = writeln!(
+        md,
+        "On every workload: p99 at most {BAR_TO_BEST:.2}× the best fixed policy's (★) and \
+         {BAR_TO_BOUND:.2}× the GC-off bound's, peak RSS at most {RSS_BOUND:.2}× the default's, \
+         and never significantly slower than the default (the scoreboard's test: the \
+         interval excludes 1 and the ratio is beyond the A/A floor). Point estimates against \
+         the limits; a miss says by how much it is over.\n"
+    );
+    for label in labels {
+        let _ = writeln!(md, "### {label}\n");
+        let _ = writeln!(
+            md,
+            "| workload | p99 / best fixed | p99 / GC-off bound | peak RSS / default's | vs default |"
+        );
+        let _ = writeln!(md, "|---|---|---|---|---|");
+        let (mut met, mut scored) = (0, 0);
+        for w in &s.workloads {
+            let Some(c) = w.cells.iter().find(|c| c.label == label) else {
+                continue;
+            };
+            let (best, b_ok) = bar_cell(c.to_best.as_ref().map(|r| r.estimate), BAR_TO_BEST);
+            let (bound, g_ok) = bar_cell(c.to_bound.as_ref().map(|r| r.estimate), BAR_TO_BOUND);
+            let (rss, r_ok) = bar_cell(c.rss_to_default, RSS_BOUND);
+            let (default, d_ok) = match &c.to_default {
+                None => ("n/a".to_string(), None),
+                Some(r) if r.significant && r.estimate > 1.0 => (
+                    format!("✘ {} (significantly slower)", ratio_text(r)),
+                    Some(false),
+                ),
+                Some(r) => (format!("✔ {}", ratio_text(r)), Some(true)),
+            };
+            // A check that cannot be made here (no GC-off bound in the run) is left out.
+            if b_ok.is_some() {
+                scored += 1;
+                met += usize::from([b_ok, g_ok, r_ok, d_ok].iter().flatten().all(|&ok| ok));
+            }
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} |",
+                w.name,
+                cell_text(&best),
+                cell_text(&bound),
+                cell_text(&rss),
+                cell_text(&default)
+            );
+        }
+        let _ = writeln!(
+            md,
+            "\n{label} meets every check made on {met} of {scored} workloads scored.\n"
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1045,91 +1131,5 @@ mod tests {
         let notes = deferred_notes(&w);
         assert_eq!(notes.len(), 1, "{notes:?}");
         assert!(notes[0].contains("regardless of memory"), "{notes:?}");
-    }
-}
-
-/// The learned scheduler's bar (issue 12): on every workload, p99 at most this many times the
-/// best fixed policy's ...
-pub const BAR_TO_BEST: f64 = 1.05;
-/// ... and the GC-off bound's, peak RSS within [`RSS_BOUND`] of the default's, and never
-/// significantly slower than the default.
-pub const BAR_TO_BOUND: f64 = 1.10;
-
-/// One check of the bar: the value, the limit, whether it is met.
-fn bar_cell(value: Option<f64>, limit: f64) -> (String, Option<bool>) {
-    match value {
-        None => ("n/a".into(), None),
-        Some(v) if v <= limit => (format!("✔ {v:.2}×"), Some(true)),
-        Some(v) => (
-            format!("✘ {v:.2}× (+{:.0} % over)", (v / limit - 1.0) * 100.0),
-            Some(false),
-        ),
-    }
-}
-
-/// "The learned policies against the scheduler's bar": per `neurogc` policy (with or without a
-/// model) and workload, each of the four checks met or missed, and by how much.
-fn bar_section(md: &mut String, s: &Scoreboard) {
-    let mut labels: Vec<&str> = Vec::new();
-    for c in s.workloads.iter().flat_map(|w| &w.cells) {
-        let scheduler = matches!(c.spec.parse::<PolicySpec>(), Ok(PolicySpec::Neurogc { .. }));
-        if scheduler && !labels.contains(&c.label.as_str()) {
-            labels.push(&c.label);
-        }
-    }
-    if labels.is_empty() {
-        return;
-    }
-    let _ = writeln!(md, "## The scheduler against its bar\n");
-    let _ = writeln!(
-        md,
-        "On every workload: p99 at most {BAR_TO_BEST:.2}× the best fixed policy's (★) and \
-         {BAR_TO_BOUND:.2}× the GC-off bound's, peak RSS at most {RSS_BOUND:.2}× the default's, \
-         and never significantly slower than the default (the scoreboard's test: the \
-         interval excludes 1 and the ratio is beyond the A/A floor). Point estimates against \
-         the limits; a miss says by how much it is over.\n"
-    );
-    for label in labels {
-        let _ = writeln!(md, "### {label}\n");
-        let _ = writeln!(
-            md,
-            "| workload | p99 / best fixed | p99 / GC-off bound | peak RSS / default's | vs default |"
-        );
-        let _ = writeln!(md, "|---|---|---|---|---|");
-        let (mut met, mut scored) = (0, 0);
-        for w in &s.workloads {
-            let Some(c) = w.cells.iter().find(|c| c.label == label) else {
-                continue;
-            };
-            let (best, b_ok) = bar_cell(c.to_best.as_ref().map(|r| r.estimate), BAR_TO_BEST);
-            let (bound, g_ok) = bar_cell(c.to_bound.as_ref().map(|r| r.estimate), BAR_TO_BOUND);
-            let (rss, r_ok) = bar_cell(c.rss_to_default, RSS_BOUND);
-            let (default, d_ok) = match &c.to_default {
-                None => ("n/a".to_string(), None),
-                Some(r) if r.significant && r.estimate > 1.0 => (
-                    format!("✘ {} (significantly slower)", ratio_text(r)),
-                    Some(false),
-                ),
-                Some(r) => (format!("✔ {}", ratio_text(r)), Some(true)),
-            };
-            // A check that cannot be made here (no GC-off bound in the run) is left out.
-            if b_ok.is_some() {
-                scored += 1;
-                met += usize::from([b_ok, g_ok, r_ok, d_ok].iter().flatten().all(|&ok| ok));
-            }
-            let _ = writeln!(
-                md,
-                "| {} | {} | {} | {} | {} |",
-                w.name,
-                cell_text(&best),
-                cell_text(&bound),
-                cell_text(&rss),
-                cell_text(&default)
-            );
-        }
-        let _ = writeln!(
-            md,
-            "\n{label} meets every check made on {met} of {scored} workloads scored.\n"
-        );
     }
 }
