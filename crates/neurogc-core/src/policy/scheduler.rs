@@ -542,16 +542,27 @@ impl Scheduler {
             return None;
         };
         if self.frozen {
-            // Stale: memory in use grows past the freeze's while the unfrozen part is collected
-            // on time (growth by then is past what the growth trigger lets garbage reach).
+            // Stale: the memory a full collection of the unfrozen part leaves in use (the lowest
+            // since the last one) stays past the freeze's: garbage among the frozen objects. Not
+            // the memory in use now, which also holds the young and unfrozen garbage the next
+            // collections free (with a larger threshold0, enough to pass the margin: a 533 ms
+            // re-freeze of large-heap's whole heap for nothing).
             let steady = obs.elapsed >= self.frozen_at + Duration::from_secs(5);
             if let Some(at_freeze) = self.in_use_at_freeze.filter(|_| steady) {
                 let limit = at_freeze as f64 * (1.0 + self.stale_growth) + STALE_MARGIN as f64;
-                if in_use as f64 > limit {
+                // After a collection for growth that freed next to nothing, what has grown
+                // since is frozen garbage too (nothing collects it until the re-freeze).
+                let floor = if self.growth_freed_little {
+                    in_use
+                } else {
+                    live.min(in_use)
+                };
+                if floor as f64 > limit {
                     return Some(Plan::Refreeze {
                         why: format!(
-                            "stale freeze: {} MiB in use, {} MiB at the freeze",
-                            in_use >> 20,
+                            "stale freeze: {} MiB in use after the last full collection, {} MiB \
+                             at the freeze",
+                            floor >> 20,
                             at_freeze >> 20
                         ),
                         trigger: Trigger::Stale,
@@ -1345,10 +1356,11 @@ mod tests {
     fn a_stale_freeze_is_refrozen_and_a_useless_one_backs_off() {
         let (mut s, mut gc) = started_now();
         s.tick(&mut gc, &obs(0.1, 100, None)).unwrap();
-        // Not 5 s after the freeze yet: RSS alone is no staleness.
+        // Not 5 s after the freeze yet: memory alone is no staleness (the growth is collected).
         let a = s.tick(&mut gc, &obs(3.0, 150, None)).unwrap();
         assert!(!refroze(&a), "{a:?}");
-        // Steady, and RSS stays 150 MiB against 100 at the freeze (> 100 × 1.10 + 16).
+        // Steady, and that collection left 150 MiB in use against 100 at the freeze (> 100 ×
+        // 1.10 + 16).
         let a = s.tick(&mut gc, &obs(7.0, 150, None)).unwrap();
         assert!(a[0].action.starts_with("gc.unfreeze()"), "{a:?}");
         assert!(a[0].reason.contains("stale freeze"), "{a:?}");
@@ -1358,15 +1370,32 @@ mod tests {
 
     #[test]
     fn the_requests_frozen_with_the_warm_heap_do_not_make_it_stale() {
+        // 250 MiB at the freeze: 25 + 15 MiB more left by a collection of the unfrozen part
+        // (the traces frozen with it, now dead) is under the 10 % + 16 MiB that makes it stale.
+        for (mib, stale) in [(290, false), (292, true)] {
+            let (mut s, mut gc) = started_now();
+            s.tick(&mut gc, &obs(0.1, 250, None)).unwrap();
+            assert!(s.frozen);
+            let a = s.tick(&mut gc, &obs(8.0, mib, None)).unwrap();
+            assert!(a[0].reason.contains("memory grew"), "{a:?}");
+            let a = s.tick(&mut gc, &obs(8.5, mib, None)).unwrap();
+            assert_eq!(refroze(&a), stale, "{mib}: {a:?}");
+        }
+    }
+
+    #[test]
+    fn memory_the_next_collection_frees_does_not_make_a_freeze_stale() {
+        // Young and unfrozen garbage (a large threshold0) lifts the memory in use past the
+        // margin between collections; what a collection leaves is under it.
         let (mut s, mut gc) = started_now();
+        gc.freed = 50_000;
         s.tick(&mut gc, &obs(0.1, 250, None)).unwrap();
-        assert!(s.frozen);
-        // 250 MiB at the freeze: 25 + 15 MiB more (the traces frozen with it, now dead) is
-        // under the 10 % + 16 MiB that makes it stale.
-        let a = s.tick(&mut gc, &obs(8.0, 290, None)).unwrap();
+        let a = s.tick(&mut gc, &obs(8.0, 300, None)).unwrap();
+        assert!(!refroze(&a) && a[0].reason.contains("memory grew"), "{a:?}");
+        // It left 260 MiB; garbage piles up to 300 again before the next one.
+        let _ = s.tick(&mut gc, &obs(8.5, 260, None)).unwrap();
+        let a = s.tick(&mut gc, &obs(9.0, 300, None)).unwrap();
         assert!(!refroze(&a), "{a:?}");
-        let a = s.tick(&mut gc, &obs(9.0, 292, None)).unwrap();
-        assert!(refroze(&a), "{a:?}");
     }
 
     #[test]
@@ -1377,6 +1406,8 @@ mod tests {
         // The re-freeze frees half of what was frozen: long-lived objects, dead seconds later.
         gc.frozen = Some(200_000);
         gc.freed = 100_000;
+        // A collection of the unfrozen part leaves 150 MiB in use: stale.
+        s.tick(&mut gc, &obs(5.0, 150, None)).unwrap();
         let a = s.tick(&mut gc, &obs(7.0, 150, None)).unwrap();
         assert!(a[0].action.ends_with("left unfrozen"), "{a:?}");
         assert!(a[0].reason.contains("turns over"), "{a:?}");
@@ -1395,7 +1426,9 @@ mod tests {
         gc.frozen = Some(1_000_000);
         gc.freed = 100_000;
         for (t, mib) in [(7.0, 150), (13.0, 190), (19.0, 230)] {
-            let a = s.tick(&mut gc, &obs(t, mib, None)).unwrap();
+            // Growth collected first; what it leaves is over the margin: re-frozen.
+            let _ = s.tick(&mut gc, &obs(t, mib, None)).unwrap();
+            let a = s.tick(&mut gc, &obs(t + 0.5, mib, None)).unwrap();
             assert!(a[0].action.ends_with("gc.freeze()"), "{a:?}");
         }
         assert!(s.frozen);
