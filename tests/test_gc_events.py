@@ -17,7 +17,7 @@ import neurogc
 from conftest import run_python, wait_for
 
 HEADER = (
-    "time,generation,pause_ms,collected,uncollectable,reason,in_flight,trigger,predicted_ms,pid"
+    "time,generation,pause_ms,collected,uncollectable,reason,in_flight,trigger,predicted_ms,predicted_freed,pid"
 )
 
 

@@ -78,7 +78,7 @@ def test_a_bad_spec_names_the_problem():
         ("neurogc,quiet=2", "quiet"),
         ("neurogc,speed=1", 'unknown option "speed"'),
         ("neurogc,young=lots", "must be auto, off or a threshold0"),
-        ("neurogc:models/x", "options only"),
+        ("neurogc:a,b", "at most one model directory"),
     ]:
         with pytest.raises(ValueError, match=message):
             neurogc.validate_policy(spec)

@@ -49,7 +49,7 @@ impl GcEvent {
     /// The GC events CSV: one row per collection (docs/runs.md, `gc-events.csv`). `pid` is the
     /// process that ran it: the workers of one service each write a file, and a reader that
     /// puts them together still tells them apart.
-    pub const CSV_COLUMNS: [&'static str; 10] = [
+    pub const CSV_COLUMNS: [&'static str; 11] = [
         "time",
         "generation",
         "pause_ms",
@@ -59,13 +59,14 @@ impl GcEvent {
         "in_flight",
         "trigger",
         "predicted_ms",
+        "predicted_freed",
         "pid",
     ];
 
     /// The row in [`GcEvent::CSV_COLUMNS`] order: `time` in Unix seconds with 6 decimals,
     /// `pause_ms` rounded to the microsecond, `reason` `policy` or `runtime`; what is not known
     /// is empty; `pid` is the process writing it.
-    pub fn csv_fields(&self, pid: u32) -> [String; 10] {
+    pub fn csv_fields(&self, pid: u32) -> [String; 11] {
         let us = self.pause_ns.saturating_add(500) / 1_000;
         let opt = |v: Option<String>| v.unwrap_or_default();
         [
@@ -81,6 +82,10 @@ impl GcEvent {
                 .intent
                 .and_then(|i| i.predicted_ms)
                 .map(|ms| format!("{ms:.3}"))),
+            opt(self
+                .intent
+                .and_then(|i| i.predicted_freed)
+                .map(|n| format!("{n:.0}"))),
             pid.to_string(),
         ]
     }
@@ -91,7 +96,7 @@ pub fn event_column_kind(column: &str) -> Option<ColumnKind> {
     match column {
         "reason" | "trigger" => Some(ColumnKind::Text),
         "time" | "generation" | "pause_ms" | "collected" | "uncollectable" | "in_flight"
-        | "predicted_ms" | "pid" => Some(ColumnKind::Number),
+        | "predicted_ms" | "predicted_freed" | "pid" => Some(ColumnKind::Number),
         _ => None,
     }
 }
@@ -108,6 +113,7 @@ pub struct RecordedEvent {
     pub in_flight: Option<u32>,
     pub trigger: Option<Trigger>,
     pub predicted_ms: Option<f64>,
+    pub predicted_freed: Option<f64>,
     /// The process that ran it; `None` in files written before the `pid` column existed (the
     /// caller may know it from the file's name: [`crate::csv_sink::process_of_file`]).
     pub pid: Option<u32>,
@@ -164,6 +170,7 @@ pub fn read_events(
             in_flight: table.number(row, "in_flight").map(|n| n as u32),
             trigger,
             predicted_ms: table.number(row, "predicted_ms"),
+            predicted_freed: table.number(row, "predicted_freed"),
             pid: match table.number(row, "pid") {
                 None => None,
                 Some(p) if p.fract() == 0.0 && (1.0..=f64::from(u32::MAX)).contains(&p) => {
@@ -282,6 +289,7 @@ mod tests {
         e.intent = Some(Intent {
             trigger: Trigger::Quiet,
             predicted_ms: Some(11.0),
+            predicted_freed: Some(4200.0),
         });
         let mut young = ev(0, 1_000, 5);
         young.in_flight = Some(0);
@@ -301,6 +309,7 @@ mod tests {
                 in_flight: Some(3),
                 trigger: Some(Trigger::Quiet),
                 predicted_ms: Some(11.0),
+                predicted_freed: Some(4200.0),
                 pid: Some(41),
             }
         );
@@ -398,6 +407,7 @@ mod tests {
             intent: Some(Intent {
                 trigger: Trigger::Due,
                 predicted_ms: Some(9.5),
+                predicted_freed: None,
             }),
         };
         assert_eq!(
@@ -412,6 +422,7 @@ mod tests {
                 "2",
                 "due",
                 "9.500",
+                "",
                 "7"
             ]
             .map(String::from)

@@ -23,6 +23,7 @@ pub struct TriggerRow {
     pub in_flight: Option<f64>,
     pub predicted_ms: Option<f64>,
     pub measured_ms: f64,
+    pub predicted_freed: Option<f64>,
     pub collected: Option<f64>,
 }
 
@@ -105,6 +106,7 @@ fn of_events(label: &str, events: &[&RecordedEvent]) -> PolicyCollections {
                 .collect()),
             predicted_ms: med(evs.iter().filter_map(|e| e.predicted_ms).collect()),
             measured_ms: med(evs.iter().map(|e| e.pause_ms).collect()).unwrap_or(0.0),
+            predicted_freed: med(evs.iter().filter_map(|e| e.predicted_freed).collect()),
             collected: med(evs
                 .iter()
                 .filter_map(|e| e.collected)
@@ -166,9 +168,10 @@ pub fn section(md: &mut String, rows: &[PolicyCollections]) {
     let _ = writeln!(
         md,
         "What the policies collected for (gc-events `trigger`), medians per reason: the pause a \
-         policy predicted against the pause measured.\n\n\
-         | policy | trigger | collections | in flight | predicted ms | measured ms | objects freed |\n\
-         |---|---|---|---|---|---|---|"
+         policy predicted against the pause measured, and the objects it expected to free against \
+         those freed.\n\n\
+         | policy | trigger | collections | in flight | predicted ms | measured ms | predicted freed | objects freed |\n\
+         |---|---|---|---|---|---|---|---|"
     );
     let ms = |v: Option<f64>| v.map_or_else(|| "–".to_string(), num);
     // Medians of counts: whole, or halfway between two.
@@ -188,13 +191,14 @@ pub fn section(md: &mut String, rows: &[PolicyCollections]) {
         for t in &r.triggers {
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} |",
                 cell_text(&r.label),
                 t.trigger.as_str(),
                 t.count,
                 count(t.in_flight),
                 ms(t.predicted_ms),
                 num(t.measured_ms),
+                count(t.predicted_freed.map(f64::round)),
                 count(t.collected)
             );
         }
@@ -222,6 +226,7 @@ mod tests {
             trigger,
             pid: None,
             predicted_ms: trigger.map(|_| 8.0),
+            predicted_freed: trigger.map(|_| 90.0),
         }
     }
 
@@ -251,7 +256,7 @@ mod tests {
             "{md}"
         );
         assert!(
-            md.contains("| neurogc | quiet | 2 | 0 | 8.00 | 10.00 | 100 |"),
+            md.contains("| neurogc | quiet | 2 | 0 | 8.00 | 10.00 | 90 | 100 |"),
             "{md}"
         );
     }

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use neurogc_rng::Rng;
 
-use super::{Action, GcControl, GcError, Intent, Observation, Policy, Trigger};
+use super::{Action, GcControl, GcError, Observation, Policy, Trigger};
 
 /// The mean gap between explored collections when the spec gives none.
 pub const DEFAULT_EXPLORE_MEAN: Duration = Duration::from_secs(2);
@@ -67,13 +67,7 @@ impl Policy for ExplorePolicy {
         }
         let generation = if self.rng.next_f64() < 0.25 { 1 } else { 2 };
         self.next = obs.elapsed + self.gap();
-        let collected = gc.collect(
-            generation,
-            Intent {
-                trigger: Trigger::Explore,
-                predicted_ms: None,
-            },
-        )?;
+        let collected = gc.collect(generation, Trigger::Explore.into())?;
         Ok(vec![Action::new(
             format!("collect({generation}) -> {collected}"),
             "explore: a collection at a random moment",

@@ -88,6 +88,8 @@ impl Trigger {
 pub struct Intent {
     pub trigger: Trigger,
     pub predicted_ms: Option<f64>,
+    /// The objects it expects the collection to free.
+    pub predicted_freed: Option<f64>,
 }
 
 impl From<Trigger> for Intent {
@@ -95,6 +97,7 @@ impl From<Trigger> for Intent {
         Intent {
             trigger,
             predicted_ms: None,
+            predicted_freed: None,
         }
     }
 }
