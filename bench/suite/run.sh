@@ -59,6 +59,8 @@ if [ -z "${RESCORE:-}" ] && [ -z "${QUICK:-}" ]; then
   # The trace simulator against the live runs: each workload's traffic replayed.
   for d in "$run"/*/; do
     [ -f "$d/run.json" ] || continue
+    # The explore runs (the models' data) are not benches of the policies.
+    case "$d" in *-explore/) continue ;; esac
     "$NEUROGC" simulate "$d" >/dev/null || echo "simulate: $d could not be replayed" >&2
   done
   {
