@@ -33,19 +33,26 @@ def scheduler_model(tmp_path_factory) -> Path:
     return out
 
 
+def full_pauses(trial: Path) -> list[float]:
+    with (trial / "gc-events.csv").open() as f:
+        return [float(e["pause_ms"]) for e in csv.DictReader(f) if e["generation"] == "2"]
+
+
 def test_training_on_a_run_learns_the_quiet_net_and_the_service_priors(scheduler_model):
     meta = json.loads((scheduler_model / "model.json").read_text())
     assert meta["format"] == "neurogc-scheduler/1"
     quiet = meta["quiet"]
-    assert quiet["gaps"] == 16 and quiet["metrics"]["val_examples"] > 100
-    # Both scored on the same held-out moments.
-    assert 0 <= quiet["metrics"]["val_brier"] <= 1 and 0 <= quiet["metrics"]["val_brier_survival"] <= 1
+    m = quiet["metrics"]
+    assert quiet["gaps"] == 16 and m["val_examples"] > 100 and m["train_examples"] > m["val_examples"]
+    # The net is used only where it did better than the survival estimate on both scores.
+    better = m["val_log_loss"] < m["val_log_loss_survival"] and m["val_brier"] < m["val_brier_survival"]
+    assert quiet["use_net"] == better, m
     priors = meta["priors"]
-    # The default trial's full collections of a large heap: hundreds of ms each.
-    assert priors["full_pause_ms"] > 50, priors
+    # Only the default trial ran the heap unfrozen: the prior is the median of its full pauses.
+    pauses = full_pauses(RUN / "trials" / "01-default-r1")
+    assert min(pauses) <= priors["full_pause_ms"] <= max(pauses), (priors, pauses)
     assert priors["collections"] >= 1
-    assert meta["data"][0]["service"] == "large-heap"
-    assert (scheduler_model / "model.safetensors").stat().st_size > 1000
+    assert meta["data"][0]["service"] == "large-heap" and meta["data"][0]["trials"] == 3
 
 
 def start_and_first_sample(policy: str, tmp_path: Path) -> tuple[neurogc.Agent, dict]:
@@ -61,7 +68,10 @@ def test_the_agent_runs_the_scheduler_with_its_model(scheduler_model, tmp_path, 
     agent, first = start_and_first_sample(f"neurogc:{scheduler_model},warmup=10s", tmp_path)
     assert agent.policy == f"neurogc:{scheduler_model},warmup=10s"
     assert "model trained on 1 run(s)" in first["policy_reason"], first["policy_reason"]
-    assert "quiet windows by its net" in first["policy_reason"]
+    # What answers the quiet-window question is what the model says was shown better.
+    use_net = json.loads((scheduler_model / "model.json").read_text())["quiet"]["use_net"]
+    by = "quiet windows by its net" if use_net else "quiet windows by the online estimate"
+    assert by in first["policy_reason"], first["policy_reason"]
 
 
 @pytest.mark.parametrize("how", ["missing", "seed", "broken"])
@@ -80,11 +90,14 @@ def test_a_model_it_cannot_use_falls_back_to_the_scheduler_without_it(
         message = "not a safetensors file"
     else:
         message = "model directory not found"
-    agent, first = start_and_first_sample(f"neurogc:{target}", tmp_path)
-    assert agent.policy == "neurogc" and agent.requested_policy == f"neurogc:{target}"
+    agent, first = start_and_first_sample(f"neurogc:{target},warmup=10s", tmp_path)
+    # The scheduler without its model, with the options it was given.
+    assert agent.policy == "neurogc,warmup=10s"
+    assert agent.requested_policy == f"neurogc:{target},warmup=10s"
     logged = [r.getMessage() for r in caplog.records]
-    assert any(message in m and 'falling back to "neurogc"' in m for m in logged), logged
-    assert first["policy_action"] == "fallback to neurogc" and message in first["policy_reason"]
+    assert any(message in m and 'falling back to "neurogc,warmup=10s"' in m for m in logged), logged
+    assert first["policy_action"] == "fallback to neurogc,warmup=10s"
+    assert message in first["policy_reason"]
 
 
 def test_bench_and_run_refuse_a_model_they_cannot_load_naming_it(tmp_path):
@@ -96,7 +109,8 @@ def test_bench_and_run_refuse_a_model_they_cannot_load_naming_it(tmp_path):
         r = neurogc_cli(*args, timeout=60)
         assert r.returncode != 0 and str(missing) in r.stderr and "not found" in r.stderr, r.stderr
     r = neurogc_cli("train", "--model", "scheduler", "--data", str(RUN / "run.json"), "--out", str(tmp_path / "m"))
-    assert r.returncode != 0 and "run.json" in r.stderr, r.stderr
+    assert r.returncode != 0 and "run.json" in r.stderr and "not files" in r.stderr, r.stderr
+    assert not (tmp_path / "m").exists()
 
 
 @pytest.mark.slow

@@ -103,16 +103,20 @@ impl NativeAgent {
         let (mut policy, actions) = match self.spec.build(&self.spec_text) {
             Ok(policy) => (policy, vec![]),
             Err(reason) => {
-                let (spec, name) = self.spec.fallback();
+                let (spec, text) = self.spec.fallback(&self.spec_text);
+                let (fallback, name) = match spec.build(&text) {
+                    Ok(p) => (p, text),
+                    Err(_) => {
+                        let p: Box<dyn neurogc_core::policy::Policy> =
+                            Box::new(neurogc_core::policy::DefaultPolicy::new("default"));
+                        (p, "default".to_string())
+                    }
+                };
                 let message = format!(
                     "policy {:?} cannot start ({reason}); falling back to {name:?}",
                     self.spec_text
                 );
                 crate::logging::warn(py, &message);
-                let fallback: Box<dyn neurogc_core::policy::Policy> =
-                    spec.build(name).unwrap_or_else(|_| {
-                        Box::new(neurogc_core::policy::DefaultPolicy::new("default"))
-                    });
                 (
                     fallback,
                     vec![Action::new(format!("fallback to {name}"), message)],

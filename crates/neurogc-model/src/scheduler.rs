@@ -27,8 +27,9 @@ pub const SCHEDULER_FORMAT: &str = "neurogc-scheduler/1";
 
 /// Inter-arrival gaps the quiet-window net reads, oldest first.
 pub const QUIET_GAPS: usize = 16;
-/// Inputs per step, each in units of the long-run mean gap (so a net trained at one rate reads
-/// another's traffic alike) and as `ln(1 + x)`: the gap, the silence so far, the pause asked
+/// Inputs per step, each in units of the typical recent gap (the median of the last
+/// [`TYPICAL_GAPS`]: a net trained at one rate reads another's traffic alike, and a stretch the
+/// process was stopped or idle does not rescale them) and as `ln(1 + x)`: the gap, the silence so far, the pause asked
 /// about; then the online survival estimate's answer (its logit), so the net learns what the
 /// recent sequence adds to the gap histogram, not the histogram again. All but the gap are the
 /// same at every step: the LSTM reads them beside each gap.
@@ -64,9 +65,8 @@ pub fn quiet_inputs(
         return None;
     }
     let last = arrivals_ns[n - 1];
-    let span = now_ns.max(last).saturating_sub(arrivals_ns[0]);
-    let mean_gap = (span as f64 / (n - 1) as f64).max(1.0);
-    let rel = |ns: u64| (ns as f64 / mean_gap).ln_1p() as f32;
+    let typical = typical_gap(arrivals_ns);
+    let rel = |ns: u64| (ns as f64 / typical).ln_1p() as f32;
     let silence = rel(now_ns.saturating_sub(last));
     let pause = rel(pause_ns);
     let recent = &arrivals_ns[n - QUIET_GAPS - 1..];
@@ -83,6 +83,27 @@ pub fn quiet_inputs(
     Some(x)
 }
 
+/// Gaps the unit of the inputs is the median of.
+pub const TYPICAL_GAPS: usize = 64;
+
+/// The median of the last [`TYPICAL_GAPS`] inter-arrival gaps (ns, at least 1).
+fn typical_gap(arrivals_ns: &[u64]) -> f64 {
+    let recent = &arrivals_ns[arrivals_ns.len().saturating_sub(TYPICAL_GAPS + 1)..];
+    let mut gaps: Vec<u64> = recent
+        .windows(2)
+        .map(|w| w[1].saturating_sub(w[0]))
+        .collect();
+    if gaps.is_empty() {
+        return 1.0;
+    }
+    let mid = gaps.len() / 2;
+    let (_, m, _) = gaps.select_nth_unstable(mid);
+    (*m as f64).max(1.0)
+}
+
+/// A scale below this is a constant input: it maps to 0 (dividing by it made infinities).
+pub const MIN_STD: f32 = 1e-6;
+
 /// z-score statistics of the quiet-window inputs (one per input, over the training examples).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct InputScale {
@@ -95,7 +116,7 @@ impl InputScale {
     pub fn apply(&self, x: &mut [f32]) {
         for (i, v) in x.iter_mut().enumerate() {
             let f = i % QUIET_INPUTS;
-            *v = if self.std[f] > 0.0 {
+            *v = if self.std[f] > MIN_STD {
                 (*v - self.mean[f]) / self.std[f]
             } else {
                 0.0
@@ -271,8 +292,14 @@ impl SchedulerModel {
 
 /// The largest hidden size and layer count a scheduler model may have: the net runs on the
 /// agent's sampler thread every few milliseconds.
-const MAX_HIDDEN: usize = 256;
-const MAX_LAYERS: usize = 4;
+pub const MAX_HIDDEN: usize = 64;
+pub const MAX_LAYERS: usize = 2;
+
+/// The largest priors a model may carry: beyond them a duration overflows (an hour of pause, a
+/// second per request, a million objects per request).
+const MAX_PAUSE_MS: f64 = 3.6e6;
+const MAX_MS_PER_REQUEST: f64 = 1e3;
+const MAX_FREED_PER_REQUEST: f64 = 1e6;
 
 fn check(meta: &SchedulerMeta) -> Result<(), ModelError> {
     let q = &meta.quiet;
@@ -299,16 +326,18 @@ fn check(meta: &SchedulerMeta) -> Result<(), ModelError> {
         ));
     }
     let p = &meta.priors;
-    for (name, v) in [
-        ("full_pause_ms", p.full_pause_ms),
-        ("unfrozen_a_ms", p.unfrozen_a_ms),
-        ("unfrozen_b_ms", p.unfrozen_b_ms),
-        ("freed_per_request", p.freed_per_request),
+    for (name, v, max) in [
+        ("full_pause_ms", p.full_pause_ms, MAX_PAUSE_MS),
+        ("unfrozen_a_ms", p.unfrozen_a_ms, MAX_PAUSE_MS),
+        ("unfrozen_b_ms", p.unfrozen_b_ms, MAX_MS_PER_REQUEST),
+        (
+            "freed_per_request",
+            p.freed_per_request,
+            MAX_FREED_PER_REQUEST,
+        ),
     ] {
-        if v.is_some_and(|v| !(v.is_finite() && v >= 0.0)) {
-            return bad(format!(
-                "prior {name} must be a finite number of at least 0"
-            ));
+        if v.is_some_and(|v| !(v.is_finite() && (0.0..=max).contains(&v))) {
+            return bad(format!("prior {name} must be a number from 0 to {max:e}"));
         }
     }
     Ok(())
@@ -324,18 +353,20 @@ mod tests {
     fn inputs_need_history_and_read_the_recent_gaps() {
         let few: Vec<u64> = (0..QUIET_GAPS as u64).map(|i| i * 10 * MS).collect();
         assert!(quiet_inputs(&few, 200 * MS, 5 * MS, 0.5).is_none());
-        let arrivals: Vec<u64> = (0..100u64).map(|i| i * 10 * MS).collect();
+        let mut arrivals: Vec<u64> = (0..100u64).map(|i| i * 10 * MS).collect();
         let x = quiet_inputs(&arrivals, 990 * MS + 4 * MS, 5 * MS, 0.5).unwrap();
-        let step = |k: usize| &x[k * QUIET_INPUTS..(k + 1) * QUIET_INPUTS];
-        // The mean gap: 994 ms over 99 gaps.
-        let mean = 994.0 / 99.0;
-        let ln = |ms: f64| (ms / mean).ln_1p() as f32;
-        let want = [ln(10.0), ln(4.0), ln(5.0), 0.0];
-        assert!(
-            step(0).iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-6),
-            "{:?}",
-            step(0)
-        );
-        assert_eq!(step(QUIET_GAPS - 1)[0], ln(10.0));
+        let step = |x: &QuietInput, k: usize| x[k * QUIET_INPUTS..(k + 1) * QUIET_INPUTS].to_vec();
+        // In units of the typical gap, 10 ms.
+        let ln = |ms: f64| (ms / 10.0).ln_1p() as f32;
+        assert_eq!(step(&x, 0), [ln(10.0), ln(4.0), ln(5.0), 0.0]);
+        assert_eq!(step(&x, QUIET_GAPS - 1)[0], ln(10.0));
+        // A minute stopped (another policy's turns) before the last 20 arrivals does not
+        // change the unit: the median of the recent gaps.
+        for a in arrivals.iter_mut().skip(80) {
+            *a += 60_000 * MS;
+        }
+        let last = *arrivals.last().unwrap();
+        let y = quiet_inputs(&arrivals, last + 4 * MS, 5 * MS, 0.5).unwrap();
+        assert_eq!(step(&y, QUIET_GAPS - 1), step(&x, QUIET_GAPS - 1));
     }
 }

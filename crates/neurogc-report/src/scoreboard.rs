@@ -210,13 +210,20 @@ pub const RSS_BOUND: f64 = 1.10;
 /// `cand`'s pooled p99 over `base`'s; significant when its interval excludes 1 and, where an
 /// A/A floor of the pooled p99 holds for the design, the ratio is further from 1 than it.
 fn ratio(base: &[Unit<'_>], cand: &[Unit<'_>], floor: Option<f64>) -> Option<Ratio> {
-    let r = pooled::ratio_ci(base, cand, P99, &bootstrap())?;
-    Some(Ratio {
+    Some(marked(
+        &pooled::ratio_ci(base, cand, P99, &bootstrap())?,
+        floor,
+    ))
+}
+
+/// A ratio's interval, significant when it excludes 1 and the ratio is beyond the floor.
+fn marked(r: &ConfidenceInterval, floor: Option<f64>) -> Ratio {
+    Ratio {
         estimate: r.estimate,
         lower: r.lower,
         upper: r.upper,
         significant: !r.contains(1.0) && floor.is_none_or(|f| (r.estimate - 1.0).abs() > f),
-    })
+    }
 }
 
 fn interval(p: &PolicyStats, m: Metric) -> Option<Interval> {
@@ -281,6 +288,13 @@ fn score_workload(w: &WorkloadRun) -> WorkloadScore {
     let bound = of_kind(Kind::Bound).next();
     // The floor of the statistic scored here (the pooled p99), from an A/A run of this design.
     let p99_floor = a.floors.as_ref().and_then(|f| f.file.p99_all);
+    // Each policy's p99 against the default's, once: the sentence and the ratio come from it.
+    let against_default: Vec<Option<ConfidenceInterval>> = (0..a.policies.len())
+        .map(|i| {
+            let d = default.filter(|&d| d != i)?;
+            pooled::ratio_ci(&units[d], &units[i], P99, &bootstrap())
+        })
+        .collect();
     let cells = a
         .policies
         .iter()
@@ -296,17 +310,14 @@ fn score_workload(w: &WorkloadRun) -> WorkloadScore {
             cpu_ms_per_request: interval(p, Metric::CpuPerRequest),
             to_best: best.and_then(|b| ratio(&units[b], &units[i], p99_floor)),
             to_bound: bound.and_then(|b| ratio(&units[b], &units[i], p99_floor)),
-            vs_default: default.filter(|&d| d != i).and_then(|d| {
-                let r = pooled::ratio_ci(&units[d], &units[i], P99, &bootstrap())?;
-                let mut s = pooled::sentence("p99", &p.label, &a.policies[d].label, &r);
+            vs_default: against_default[i].as_ref().zip(default).map(|(r, d)| {
+                let mut s = pooled::sentence("p99", &p.label, &a.policies[d].label, r);
                 if !r.contains(1.0) && p99_floor.is_some_and(|f| (r.estimate - 1.0).abs() <= f) {
                     s.push_str(" (within the A/A floor)");
                 }
-                Some(s)
+                s
             }),
-            to_default: default
-                .filter(|&d| d != i)
-                .and_then(|d| ratio(&units[d], &units[i], p99_floor)),
+            to_default: against_default[i].as_ref().map(|r| marked(r, p99_floor)),
             old_collections: old_collections(a, p),
             rss_to_default: rss_to_default[i],
         })

@@ -72,7 +72,7 @@ fn estimate_s(plan: &Plan, policies: usize) -> f64 {
                 + plan.probe_warmup.as_secs_f64()
                 + 6.0)
     };
-    let trained = PER_WORKLOAD_TOKENS.iter().filter(|t| plan.has(t)).count() as f64;
+    let trained = plan::PER_WORKLOAD.iter().filter(|t| plan.has(t)).count() as f64;
     let seed = if plan.trains_models() {
         plan.collect.as_secs_f64() + plan.warmup.as_secs_f64() + 4.0 + trained * TRAIN_S
     } else {
@@ -146,12 +146,6 @@ pub fn run(args: &SuiteArgs) -> Result<SuiteDone> {
     save(&info)?;
     eprintln!("neurogc suite: {}", dir.display());
     let per_workload = estimate_s(&plan, plan.policies.len());
-    if plan.has(plan::SCHEDULER_LOO) && chosen.len() < 2 {
-        bail!(
-            "{}: a model trained on the other workloads needs at least two workloads",
-            plan::SCHEDULER_LOO
-        );
-    }
     let started = Instant::now();
     let mut outcome = Outcome::Complete;
     info.workloads = chosen
@@ -329,7 +323,8 @@ fn failed_or_interrupted() -> RunStatus {
 /// A workload's explore run: where it is, the capacity it found, its samples.
 struct Explored {
     run_dir: PathBuf,
-    rate: RateSearch,
+    /// The capacity it found (none with a fixed `--rate`).
+    rate: Option<RateSearch>,
     samples: PathBuf,
 }
 
@@ -356,10 +351,10 @@ fn explore(
         bail!("interrupted while exploring");
     }
     let record = RunRecord::open(&done.run_dir)?;
-    let rate = record
-        .rate_search
-        .clone()
-        .context("the explore run recorded no capacity (rate-search.json)")?;
+    let rate = record.rate_search.clone();
+    if plan.rate.is_none() && rate.is_none() {
+        bail!("the explore run recorded no capacity (rate-search.json)");
+    }
     let samples = record
         .trials
         .first()
@@ -386,7 +381,7 @@ fn run_workload(
 ) -> Result<Outcome> {
     let mut b = bench_args(dir, python, w, plan)?;
     b.then = after;
-    b.known_rate = explored.map(|x| x.rate.clone());
+    b.known_rate = explored.and_then(|x| x.rate.clone());
     let mut policies: Vec<String> = Vec::new();
     for p in &plan.policies {
         let Some(token) = plan::PER_WORKLOAD.iter().find(|t| *t == p) else {
@@ -423,7 +418,6 @@ fn run_workload(
 
 /// Seconds a model takes to train, for the ETA.
 const TRAIN_S: f64 = 15.0;
-const PER_WORKLOAD_TOKENS: [&str; 3] = plan::PER_WORKLOAD;
 
 /// The workload's turns bench, its policies still to be filled in.
 fn bench_args(dir: &Path, python: &Path, w: &Workload, plan: &Plan) -> Result<BenchArgs> {

@@ -167,6 +167,19 @@ impl Plan {
                 .collect(),
             },
         };
+        let mut plan = plan;
+        // A model trained on the other workloads needs another workload: with one, the
+        // defaults leave it out and a list that names it is refused, before anything runs.
+        if a.workloads.len() == 1 && plan.has(SCHEDULER_LOO) {
+            if a.policies.is_some() {
+                bail!(
+                    "--policies {SCHEDULER_LOO}: a model trained on the other workloads needs at \
+                     least two workloads (--workloads {})",
+                    a.workloads[0]
+                );
+            }
+            plan.policies.retain(|p| p != SCHEDULER_LOO);
+        }
         if !(1..=100).contains(&plan.rounds) {
             bail!("--repeat {} must be between 1 and 100 rounds", plan.rounds);
         }
@@ -226,8 +239,15 @@ pub fn split_policies(text: &str) -> Result<Vec<String>> {
             Some((l, s)) if !l.contains([':', ',']) => s,
             _ => p.as_str(),
         };
-        spec.parse::<PolicySpec>()
+        let parsed = spec
+            .parse::<PolicySpec>()
             .map_err(|e| anyhow::anyhow!("--policies: {e}"))?;
+        // A model that cannot be loaded is an error now, not after the other workloads ran.
+        if parsed.model_dir().is_some() {
+            parsed
+                .build(spec)
+                .map_err(|e| anyhow::anyhow!("--policies {p:?}: {e}"))?;
+        }
     }
     Ok(out)
 }
@@ -268,6 +288,17 @@ mod tests {
     }
 
     #[test]
+    fn a_model_that_cannot_be_loaded_is_an_error_before_anything_runs() {
+        let e = split_policies("default,neurogc:/nonexistent/model")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("/nonexistent/model") && e.contains("not found"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn unknown_policies_are_clear_errors() {
         let e = split_policies("default,sometimes").unwrap_err().to_string();
         assert!(e.contains("\"sometimes\"") && e.contains("known:"), "{e}");
@@ -299,6 +330,18 @@ mod tests {
         assert!(quick.policies.iter().all(|p| full.policies.contains(p)));
         assert!(full.trains_models() && !quick.trains_models());
         assert!(full.has(SCHEDULER_OWN) && full.has(SCHEDULER_LOO));
+        // One workload: the defaults leave the leave-one-out model out; naming it is an error.
+        let one = SuiteArgs {
+            workloads: vec!["large-heap".into()],
+            ..args(false)
+        };
+        assert!(!Plan::from_args(&one).unwrap().has(SCHEDULER_LOO));
+        let named = SuiteArgs {
+            policies: Some("default,neurogc-loo".into()),
+            ..one
+        };
+        let e = Plan::from_args(&named).unwrap_err().to_string();
+        assert!(e.contains("at least two workloads"), "{e}");
         assert!(full.policies.contains(&"neurogc".to_string()));
     }
 }

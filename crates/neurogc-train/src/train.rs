@@ -45,7 +45,7 @@ pub const MAX_TREES: usize = 10_000;
 pub const MAX_DEPTH: usize = 64;
 
 /// `flag` must be in `range`.
-fn in_range(flag: &str, v: usize, range: std::ops::RangeInclusive<usize>) -> Result<()> {
+pub(crate) fn in_range(flag: &str, v: usize, range: std::ops::RangeInclusive<usize>) -> Result<()> {
     match (range.contains(&v), *range.end()) {
         (true, _) => Ok(()),
         (false, usize::MAX) => bail!("{flag} must be at least {}, got {v}", range.start()),

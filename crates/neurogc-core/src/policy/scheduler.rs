@@ -202,6 +202,18 @@ pub struct Scheduler {
     model: Option<SchedulerModel>,
     /// The net's scratch memory (no allocation per question).
     scratch: Vec<f32>,
+    /// The net's last answer (asked without the interpreter), for `tick` to reuse.
+    net_answer: Option<NetAnswer>,
+    /// In `tick`: the interpreter is held, the net is not run.
+    attached: bool,
+}
+
+/// The quiet-window net's answer to one question.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct NetAnswer {
+    at_ns: u64,
+    pause_ms: f64,
+    p: f64,
 }
 
 /// A collection for memory growth that frees fewer objects than this found no garbage where it
@@ -249,7 +261,7 @@ const PROBE_EVERY: u32 = 8;
 #[derive(Clone, Debug, Default, PartialEq)]
 struct PauseModel {
     points: std::collections::VecDeque<(f64, f64)>,
-    /// `(a, b)` from a model of the service, until three points exist.
+    /// `(a, b)` from a model of the service (per request), until three points exist.
     prior: Option<(f64, f64)>,
 }
 
@@ -263,11 +275,11 @@ impl PauseModel {
         self.points.push_back((t, ms));
     }
 
-    /// `(a, b)` once three points exist (before, the prior, if any); with one interval length
-    /// only, all of the pause is taken as growth (`a` = 0).
+    /// `(a, b)` once three points exist; with one interval length only, all of the pause is
+    /// taken as growth (`a` = 0).
     fn fit(&self) -> Option<(f64, f64)> {
         if self.points.len() < 3 {
-            return self.prior;
+            return None;
         }
         let n = self.points.len() as f64;
         let (st, sp) = self
@@ -292,6 +304,16 @@ impl PauseModel {
         };
         Some((a, b))
     }
+}
+
+/// A duration of `secs` seconds, kept within an hour (an estimate out of bounds must not
+/// panic the sampler).
+fn secs(secs: f64) -> Duration {
+    Duration::from_secs_f64(if secs.is_finite() {
+        secs.clamp(0.0, 3600.0)
+    } else {
+        3600.0
+    })
 }
 
 /// Pauses assumed before any is measured, ms: a full collection of a fresh heap, and of what a
@@ -335,6 +357,8 @@ impl Scheduler {
             no_freeze: false,
             model: None,
             scratch: Vec::new(),
+            net_answer: None,
+            attached: false,
         }
     }
 
@@ -392,10 +416,18 @@ impl Scheduler {
     /// The pause of a collection of what the freeze left, before one is measured: the model's
     /// `a + b·w` for the work since the last full collection, else the built-in guess.
     fn prior_frozen_ms(&self, obs: &Observation) -> f64 {
-        match self.pause_model.prior {
+        match self.pause_model.prior.filter(|_| obs.traffic.is_some()) {
             Some((a, b)) => a + b * (Self::work(obs) - self.last_full_work).max(0.0),
             None => PRIOR_FROZEN_MS,
         }
+    }
+
+    /// The pause model's `(a, b)`: its own fit, or (per request, so only where requests are
+    /// counted) the model's prior until it has one.
+    fn pause_fit(&self, obs: &Observation) -> Option<(f64, f64)> {
+        self.pause_model
+            .fit()
+            .or(self.pause_model.prior.filter(|_| obs.traffic.is_some()))
     }
 
     /// The chance that a pause of `pause_ms` starting now meets no request: nothing in flight
@@ -408,15 +440,36 @@ impl Scheduler {
         if t.in_flight > 0 {
             return (0.0, "");
         }
-        let pause = Duration::from_secs_f64(pause_ms / 1e3);
+        let pause = secs(pause_ms / 1e3);
         let survival = t.quiet_chance(pause);
-        if let Some(model) = self.model.as_ref().filter(|m| m.uses_net()) {
-            if let Some(x) = quiet_inputs(t.arrivals, t.now_ns, pause.as_nanos() as u64, survival) {
-                let p = model.quiet_chance(&x, &mut self.scratch);
-                return (f64::from(p), " (model)");
-            }
+        let Some(model) = self.model.as_ref().filter(|m| m.uses_net()) else {
+            return (survival, "");
+        };
+        // The net runs without the interpreter only: in `ready`, whose answer `tick` (with the
+        // interpreter) reuses for the same question moments later; a question `ready` did not
+        // ask (a sample's tick) gets the survival estimate.
+        if self.attached {
+            return match self.net_answer {
+                Some(a)
+                    if a.pause_ms == pause_ms && t.now_ns.saturating_sub(a.at_ns) < 50_000_000 =>
+                {
+                    (a.p, " (model)")
+                }
+                _ => (survival, ""),
+            };
         }
-        (survival, "")
+        match quiet_inputs(t.arrivals, t.now_ns, pause.as_nanos() as u64, survival) {
+            Some(x) => {
+                let p = f64::from(model.quiet_chance(&x, &mut self.scratch));
+                self.net_answer = Some(NetAnswer {
+                    at_ns: t.now_ns,
+                    pause_ms,
+                    p,
+                });
+                (p, " (model)")
+            }
+            None => (survival, ""),
+        }
     }
 
     /// The RSS budget in force.
@@ -467,7 +520,7 @@ impl Scheduler {
         } else {
             (2.0, 0.1, 30.0)
         };
-        match self.pause_model.fit() {
+        match self.pause_fit(obs) {
             Some((a, b)) if b > 0.0 => {
                 let small = ((self.cfg.pause.as_secs_f64() * 1e3 - a) / b).max(0.0);
                 let (rate, in_flight) = obs
@@ -516,9 +569,7 @@ impl Scheduler {
         }
         // While memory stays above the budget, the guard collects at most once a second and
         // spends at most 5 % of the time paused.
-        let pace = Duration::from_secs_f64(
-            (self.pause_full.or(self.prior_full_ms()) / 1e3 * 20.0).max(1.0),
-        );
+        let pace = secs((self.pause_full.or(self.prior_full_ms()) / 1e3 * 20.0).max(1.0));
         let guard_ready = obs.elapsed >= self.last_full + pace || self.guard_fired.is_none();
         if let Some(rss) = rss.filter(|&r| r > self.budget && guard_ready) {
             let why = format!(
@@ -562,7 +613,10 @@ impl Scheduler {
             // the memory in use now, which also holds the young and unfrozen garbage the next
             // collections free (with a larger threshold0, enough to pass the margin: a 533 ms
             // re-freeze of large-heap's whole heap for nothing).
-            let steady = obs.elapsed >= self.frozen_at + Duration::from_secs(5);
+            // Not within 200 ms of a full collection either: `live` is read before it, and the
+            // allocator's free memory is read at most every 200 ms.
+            let steady = obs.elapsed >= self.frozen_at + Duration::from_secs(5)
+                && obs.elapsed > self.last_full + Duration::from_millis(200);
             if let Some(at_freeze) = self.in_use_at_freeze.filter(|_| steady) {
                 let limit = at_freeze as f64 * (1.0 + self.stale_growth) + STALE_MARGIN as f64;
                 // After a collection for growth that freed next to nothing, what has grown
@@ -694,9 +748,7 @@ impl Scheduler {
         // Waiting longer than half the cadence lets the pause grow more than the wait can save.
         let rate = obs.traffic.map_or(1.0, |t| t.rate());
         let wait = if self.frozen && rate > 0.0 {
-            self.cfg
-                .max_wait
-                .min(Duration::from_secs_f64(self.cadence(obs) / 2.0 / rate))
+            self.cfg.max_wait.min(secs(self.cadence(obs) / 2.0 / rate))
         } else {
             self.cfg.max_wait
         };
@@ -757,8 +809,9 @@ impl Scheduler {
                     // budget is in, shows it (glibc keeps freed memory otherwise).
                     gc.release_free_memory();
                 }
+                // Over enough work to be a rate (a guard collection right after another is not).
                 let since = Self::work(obs) - self.last_full_work;
-                if since > 0.0 {
+                if since >= if obs.traffic.is_some() { 10.0 } else { 1.0 } {
                     self.freed_per_work.add(n as f64 / since);
                 }
                 if self.frozen {
@@ -784,6 +837,8 @@ impl Scheduler {
                 gc.freeze()?;
                 self.frozen = true;
                 self.frozen_at = obs.elapsed;
+                // A new unfrozen part: what the last one yielded says little of it.
+                self.freed_per_work = Estimate::new();
                 self.in_use_at_freeze = obs.in_use_bytes();
                 actions.push(Action::new(
                     format!("collect(2) -> {n} in {ms:.1} ms; gc.freeze()"),
@@ -804,6 +859,7 @@ impl Scheduler {
                 if trigger == Trigger::Stale && turned_over {
                     self.no_freeze = true;
                     self.frozen = false;
+                    self.freed_per_work = Estimate::new();
                     actions.push(Action::new(
                         format!("gc.unfreeze(); collect(2) -> {n} in {ms:.1} ms; left unfrozen"),
                         format!(
@@ -819,6 +875,8 @@ impl Scheduler {
                 gc.freeze()?;
                 self.frozen = true;
                 self.frozen_at = obs.elapsed;
+                // A new unfrozen part: what the last one yielded says little of it.
+                self.freed_per_work = Estimate::new();
                 actions.push(Action::new(
                     format!("gc.unfreeze(); collect(2) -> {n} in {ms:.1} ms; gc.freeze()"),
                     format!("{why}; {context}"),
@@ -889,8 +947,7 @@ impl Scheduler {
         // Whether full pauses are in the p99: until the pause model says otherwise, they are.
         let rate = obs.traffic.map_or(1.0, |t| t.rate());
         let full_in_tail = self
-            .pause_model
-            .fit()
+            .pause_fit(obs)
             .is_none_or(|(_, b)| tail_room(rate, b) <= 0.0);
         let Some(tuner) = self.young.as_mut() else {
             return Ok(None);
@@ -939,6 +996,37 @@ impl Scheduler {
             format!("set_threshold({}, {}, {})", t[0], t[1], t[2]),
             "warm-up over: full collections are the scheduler's",
         )))
+    }
+
+    /// `tick`'s work, with the interpreter held (the net is not run: [`Scheduler::quiet_chance`]).
+    fn tick_attached(
+        &mut self,
+        gc: &mut dyn GcControl,
+        obs: &Observation,
+    ) -> Result<Vec<Action>, GcError> {
+        self.asked = obs.elapsed;
+        let mut actions: Vec<Action> = self.take_control(gc, obs)?.into_iter().collect();
+        actions.extend(self.over_budget(obs));
+        actions.extend(self.tune_young(gc, obs)?);
+        if let Some((plan, moment)) = self.decide(obs) {
+            actions.extend(self.carry_out(gc, obs, plan, moment)?);
+        } else if obs.elapsed > self.last_full + Duration::from_millis(200) {
+            // Memory freed by the last full collection lowers the live estimate, and what the
+            // freeze's own collection freed lowers the memory in use at the freeze (read before
+            // it: on cycle-leak 143 MiB against 135 after, a staleness limit 9 MiB too high).
+            if let Some(in_use) = obs.in_use_bytes() {
+                if self.live_after_full.is_some_and(|live| in_use < live) {
+                    self.live_after_full = Some(in_use);
+                }
+                let just_frozen = self.frozen
+                    && self.last_full == self.frozen_at
+                    && obs.elapsed < self.frozen_at + Duration::from_secs(1);
+                if just_frozen && self.in_use_at_freeze.is_some_and(|f| in_use < f) {
+                    self.in_use_at_freeze = Some(in_use);
+                }
+            }
+        }
+        Ok(actions)
     }
 
     /// Live memory (after a full collection) above the budget: reported once, never raised.
@@ -1007,27 +1095,10 @@ impl Policy for Scheduler {
     }
 
     fn tick(&mut self, gc: &mut dyn GcControl, obs: &Observation) -> Result<Vec<Action>, GcError> {
-        self.asked = obs.elapsed;
-        let mut actions: Vec<Action> = self.take_control(gc, obs)?.into_iter().collect();
-        actions.extend(self.over_budget(obs));
-        actions.extend(self.tune_young(gc, obs)?);
-        if let Some((plan, moment)) = self.decide(obs) {
-            actions.extend(self.carry_out(gc, obs, plan, moment)?);
-        } else if obs.elapsed > self.last_full + Duration::from_millis(200) {
-            // Memory freed by the last full collection lowers the live estimate, and what the
-            // freeze's own collection freed lowers the memory in use at the freeze (read before
-            // it: on cycle-leak 143 MiB against 135 after, a staleness limit 9 MiB too high).
-            if let Some(in_use) = obs.in_use_bytes() {
-                if self.live_after_full.is_some_and(|live| in_use < live) {
-                    self.live_after_full = Some(in_use);
-                }
-                let just_frozen = self.frozen && self.last_full == self.frozen_at;
-                if just_frozen && self.in_use_at_freeze.is_some_and(|f| in_use < f) {
-                    self.in_use_at_freeze = Some(in_use);
-                }
-            }
-        }
-        Ok(actions)
+        self.attached = true;
+        let actions = self.tick_attached(gc, obs);
+        self.attached = false;
+        actions
     }
 
     fn ready(&mut self, obs: &Observation) -> bool {
@@ -1261,7 +1332,10 @@ mod tests {
                 None => s,
             };
             s.tick(&mut gc, &obs(0.5, 100, None)).unwrap();
-            let a = s.tick(&mut gc, &obs(1.0, 120, Some(between))).unwrap();
+            // Asked without the interpreter first, as the agent does: the net runs there only.
+            let o = obs(1.0, 120, Some(between));
+            assert_eq!(s.ready(&o), collects, "{correction:?} {use_net}");
+            let a = s.tick(&mut gc, &o).unwrap();
             assert_eq!(!a.is_empty(), collects, "{correction:?} {use_net}: {a:?}");
             if collects {
                 assert!(a[0].reason.contains("= 1.00 (model)"), "{a:?}");
@@ -1273,6 +1347,31 @@ mod tests {
                 .unwrap()
                 .is_empty());
         }
+    }
+
+    #[test]
+    fn the_net_never_runs_with_the_interpreter_held() {
+        let cfg = SchedulerConfig {
+            freeze: false,
+            warmup: Duration::from_millis(500),
+            ..SchedulerConfig::default()
+        };
+        let arrivals = steady_arrivals();
+        let between = Traffic {
+            in_flight: 0,
+            now_ns: 496_000_000,
+            arrivals: &arrivals,
+            total: 100,
+        };
+        let (s, mut gc) = started(cfg);
+        let mut s = s.with_model(model(30.0, Default::default()));
+        s.tick(&mut gc, &obs(0.5, 100, None)).unwrap();
+        // A tick nobody asked `ready` before (a sample's): the survival estimate, which waits.
+        assert!(s
+            .tick(&mut gc, &obs(1.0, 120, Some(between)))
+            .unwrap()
+            .is_empty());
+        assert_eq!(s.net_answer, None);
     }
 
     #[test]

@@ -107,18 +107,22 @@ impl PolicySpec {
         }
     }
 
-    /// What runs instead when [`PolicySpec::build`] fails (a model that cannot be loaded): the
-    /// scheduler without its model (online estimates only), else CPython's default.
-    pub fn fallback(&self) -> (PolicySpec, &'static str) {
+    /// What runs instead when [`PolicySpec::build`] fails (a model that cannot be loaded), and
+    /// its text: the scheduler without its model but with the options of `text` (online
+    /// estimates only), else CPython's default.
+    pub fn fallback(&self, text: &str) -> (PolicySpec, String) {
         match self {
             PolicySpec::Neurogc { config, .. } => (
                 PolicySpec::Neurogc {
                     config: *config,
                     model: None,
                 },
-                "neurogc",
+                match text.trim().split_once(',') {
+                    Some((_, options)) => format!("neurogc,{options}"),
+                    None => "neurogc".into(),
+                },
             ),
-            _ => (PolicySpec::Default, "default"),
+            _ => (PolicySpec::Default, "default".into()),
         }
     }
 
@@ -553,6 +557,19 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("at most one model"));
+        // Without its model, the scheduler keeps the options it was given.
+        let (fallback, text) = parse("neurogc:m,warmup=10s")
+            .unwrap()
+            .fallback("neurogc:m,warmup=10s");
+        assert_eq!(text, "neurogc,warmup=10s");
+        assert_eq!(parse(&text).unwrap(), fallback);
+        assert_eq!(
+            parse("neurogc-seed:m")
+                .unwrap()
+                .fallback("neurogc-seed:m")
+                .1,
+            "default"
+        );
         assert_eq!(
             parse("explore").unwrap(),
             PolicySpec::Explore {
