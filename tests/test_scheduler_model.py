@@ -43,9 +43,13 @@ def test_training_on_a_run_learns_the_quiet_net_and_the_service_priors(scheduler
     assert meta["format"] == "neurogc-scheduler/1"
     quiet = meta["quiet"]
     m = quiet["metrics"]
-    assert quiet["gaps"] == 16 and m["val_examples"] > 100 and m["train_examples"] > m["val_examples"]
+    assert (
+        quiet["gaps"] == 16 and m["val_examples"] > 100 and m["train_examples"] > m["val_examples"]
+    )
     # The net is used only where it did better than the survival estimate on both scores.
-    better = m["val_log_loss"] < m["val_log_loss_survival"] and m["val_brier"] < m["val_brier_survival"]
+    better = (
+        m["val_log_loss"] < m["val_log_loss_survival"] and m["val_brier"] < m["val_brier_survival"]
+    )
     assert quiet["use_net"] == better, m
     priors = meta["priors"]
     # Only the default trial ran the heap unfrozen: the prior is the median of its full pauses.
@@ -108,7 +112,15 @@ def test_bench_and_run_refuse_a_model_they_cannot_load_naming_it(tmp_path):
     ):
         r = neurogc_cli(*args, timeout=60)
         assert r.returncode != 0 and str(missing) in r.stderr and "not found" in r.stderr, r.stderr
-    r = neurogc_cli("train", "--model", "scheduler", "--data", str(RUN / "run.json"), "--out", str(tmp_path / "m"))
+    r = neurogc_cli(
+        "train",
+        "--model",
+        "scheduler",
+        "--data",
+        str(RUN / "run.json"),
+        "--out",
+        str(tmp_path / "m"),
+    )
     assert r.returncode != 0 and "run.json" in r.stderr and "not files" in r.stderr, r.stderr
     assert not (tmp_path / "m").exists()
 

@@ -182,19 +182,14 @@ pub struct Model {
 impl Model {
     /// Loads `dir/model.json` and `dir/model.safetensors`; an error names the file that is wrong.
     pub fn load(dir: &Path) -> Result<Model, ModelError> {
-        let meta_path = dir.join(META_FILE);
-        let weights_path = dir.join(WEIGHTS_FILE);
-        if !dir.is_dir() {
-            return Err(ModelError::at(dir, "model directory not found"));
-        }
-        let text = String::from_utf8(read_regular(&meta_path)?)
-            .map_err(|e| ModelError::at(&meta_path, format!("cannot read: {e}")))?;
-        let meta: ModelMeta = serde_json::from_str(&text).map_err(|e| {
-            let scheduler = serde_json::from_str::<serde_json::Value>(&text).is_ok_and(|v| {
+        let files = ModelFiles::open(dir)?;
+        let (text, meta_path, weights_path) = (&files.text, &files.meta_path, &files.weights_path);
+        let meta: ModelMeta = serde_json::from_str(text).map_err(|e| {
+            let scheduler = serde_json::from_str::<serde_json::Value>(text).is_ok_and(|v| {
                 v.get("format").and_then(|f| f.as_str()) == Some(crate::scheduler::SCHEDULER_FORMAT)
             });
             ModelError::at(
-                &meta_path,
+                meta_path,
                 if scheduler {
                     "a scheduler model (for the policy neurogc:DIR), not one of the seed's kind"
                         .to_string()
@@ -203,12 +198,9 @@ impl Model {
                 },
             )
         })?;
-        check_meta(&meta).map_err(|e| ModelError::at(&meta_path, e.message))?;
-        let bytes = read_regular(&weights_path)?;
-        let tensors =
-            TensorMap::from_safetensors(&bytes).map_err(|e| ModelError::at(&weights_path, e))?;
-        let net =
-            load_net(&meta, &tensors).map_err(|e| ModelError::at(&weights_path, e.message))?;
+        check_meta(&meta).map_err(|e| ModelError::at(meta_path, e.message))?;
+        let tensors = files.tensors()?;
+        let net = load_net(&meta, &tensors).map_err(|e| ModelError::at(weights_path, e.message))?;
         Ok(Model { meta, net })
     }
 
@@ -335,8 +327,38 @@ fn load_net(meta: &ModelMeta, t: &TensorMap) -> Result<Net, ModelError> {
     })
 }
 
+/// A model directory's two files: `model.json`'s text, read, and where the weights are. Every
+/// kind of model loads through it, so each error names the file that is wrong alike.
+pub(crate) struct ModelFiles {
+    pub meta_path: PathBuf,
+    pub weights_path: PathBuf,
+    pub text: String,
+}
+
+impl ModelFiles {
+    pub(crate) fn open(dir: &Path) -> Result<ModelFiles, ModelError> {
+        if !dir.is_dir() {
+            return Err(ModelError::at(dir, "model directory not found"));
+        }
+        let meta_path = dir.join(META_FILE);
+        let text = String::from_utf8(read_regular(&meta_path)?)
+            .map_err(|e| ModelError::at(&meta_path, format!("cannot read: {e}")))?;
+        Ok(ModelFiles {
+            weights_path: dir.join(WEIGHTS_FILE),
+            meta_path,
+            text,
+        })
+    }
+
+    /// The weights, parsed.
+    pub(crate) fn tensors(&self) -> Result<TensorMap, ModelError> {
+        let bytes = read_regular(&self.weights_path)?;
+        TensorMap::from_safetensors(&bytes).map_err(|e| ModelError::at(&self.weights_path, e))
+    }
+}
+
 /// Reads a file that must be a regular one: opening a FIFO would block the agent forever.
-pub(crate) fn read_regular(path: &Path) -> Result<Vec<u8>, ModelError> {
+fn read_regular(path: &Path) -> Result<Vec<u8>, ModelError> {
     let err = |e: std::io::Error| ModelError::at(path, format!("cannot read: {e}"));
     let kind = std::fs::metadata(path).map_err(err)?.file_type();
     if !kind.is_file() {

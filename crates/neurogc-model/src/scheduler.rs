@@ -19,9 +19,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{read_regular, ModelError, TensorMap};
+use crate::model::{ModelError, ModelFiles, TensorMap};
 use crate::nets::Lstm;
-use crate::{META_FILE, WEIGHTS_FILE};
 
 pub const SCHEDULER_FORMAT: &str = "neurogc-scheduler/1";
 
@@ -223,15 +222,10 @@ impl SchedulerModel {
     /// Loads `dir/model.json` and `dir/model.safetensors`; an error names the file and what is
     /// wrong (a seed model's directory says so).
     pub fn load(dir: &Path) -> Result<SchedulerModel, ModelError> {
-        let meta_path = dir.join(META_FILE);
-        let weights_path = dir.join(WEIGHTS_FILE);
-        if !dir.is_dir() {
-            return Err(ModelError::at(dir, "model directory not found"));
-        }
-        let text = String::from_utf8(read_regular(&meta_path)?)
-            .map_err(|e| ModelError::at(&meta_path, format!("cannot read: {e}")))?;
-        let value: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| ModelError::at(&meta_path, format!("not valid JSON: {e}")))?;
+        let files = ModelFiles::open(dir)?;
+        let (text, meta_path, weights_path) = (&files.text, &files.meta_path, &files.weights_path);
+        let value: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| ModelError::at(meta_path, format!("not valid JSON: {e}")))?;
         let format = value.get("format").and_then(|f| f.as_str()).unwrap_or("");
         if format != SCHEDULER_FORMAT {
             let what = if format == crate::meta::FORMAT {
@@ -241,23 +235,21 @@ impl SchedulerModel {
             } else {
                 format!("format {format:?} is not {SCHEDULER_FORMAT:?}")
             };
-            return Err(ModelError::at(&meta_path, what));
+            return Err(ModelError::at(meta_path, what));
         }
         let meta: SchedulerMeta = serde_json::from_value(value).map_err(|e| {
             ModelError::at(
-                &meta_path,
+                meta_path,
                 format!("not a valid scheduler model description: {e}"),
             )
         })?;
-        let bytes = read_regular(&weights_path)?;
-        let tensors =
-            TensorMap::from_safetensors(&bytes).map_err(|e| ModelError::at(&weights_path, e))?;
+        let tensors = files.tensors()?;
         Self::from_parts(meta, &tensors).map_err(|e| match e.path {
             Some(_) => e,
             None if e.message.starts_with("tensor") || e.message.starts_with("unexpected") => {
-                ModelError::at(&weights_path, e.message)
+                ModelError::at(weights_path, e.message)
             }
-            None => ModelError::at(&meta_path, e.message),
+            None => ModelError::at(meta_path, e.message),
         })
     }
 

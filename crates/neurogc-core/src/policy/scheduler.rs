@@ -1328,6 +1328,11 @@ mod tests {
                 None => s,
             };
             s.tick(&mut gc, &obs(0.5, 100, None)).unwrap();
+            // A tick nobody asked `ready` before (a sample's) does not run the net: the
+            // estimate answers, and waits.
+            let early = obs(0.9, 120, Some(between));
+            assert!(s.tick(&mut gc, &early).unwrap().is_empty());
+            assert_eq!(s.net_answer, None);
             // Asked without the interpreter first, as the agent does: the net runs there only.
             let o = obs(1.0, 120, Some(between));
             assert_eq!(s.ready(&o), collects, "{correction:?} {use_net}");
@@ -1343,31 +1348,6 @@ mod tests {
                 .unwrap()
                 .is_empty());
         }
-    }
-
-    #[test]
-    fn the_net_never_runs_with_the_interpreter_held() {
-        let cfg = SchedulerConfig {
-            freeze: false,
-            warmup: Duration::from_millis(500),
-            ..SchedulerConfig::default()
-        };
-        let arrivals = steady_arrivals();
-        let between = Traffic {
-            in_flight: 0,
-            now_ns: 496_000_000,
-            arrivals: &arrivals,
-            total: 100,
-        };
-        let (s, mut gc) = started(cfg);
-        let mut s = s.with_model(model(30.0, Default::default()));
-        s.tick(&mut gc, &obs(0.5, 100, None)).unwrap();
-        // A tick nobody asked `ready` before (a sample's): the survival estimate, which waits.
-        assert!(s
-            .tick(&mut gc, &obs(1.0, 120, Some(between)))
-            .unwrap()
-            .is_empty());
-        assert_eq!(s.net_answer, None);
     }
 
     #[test]
