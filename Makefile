@@ -35,7 +35,7 @@ DIST_CLI := $(ZIG_CLI_DIR)/$(ZIG_TARGET)/release/neurogc
 DIST_STAMP := dist/.built
 
 
-.PHONY: setup wheel dev-cli demo test test-matrix test-slow test-trainers bench-suite bench-suite-quick test-rust test-python test-python-versions test-web lint fmt bench bench-load bench-dashboard bench-models bench-soak bench-sweep bench-workers clean system-packages
+.PHONY: setup wheel dev-cli demo test test-matrix test-slow test-trainers bench-suite bench-suite-quick test-rust test-python test-python-versions test-web lint fmt bench bench-load bench-dashboard bench-models bench-scheduler-latency bench-soak bench-sweep bench-workers clean system-packages
 
 setup: system-packages $(NPM_STAMP) $(VENV)/.deps $(VENV)/.neurogc dev-cli
 
@@ -218,6 +218,10 @@ bench-workers: setup
 # Models vs PyTorch (bench/models/RESULTS.md); installs torch into .venv-bench itself.
 bench-models: setup
 	bash bench/models/run.sh
+
+# The scheduler's quiet-window net per question (bench/models/SCHEDULER-LATENCY.md).
+bench-scheduler-latency: setup
+	bash bench/models/scheduler_latency.sh
 
 clean:
 	rm -rf target dist $(VENV) $(WHEEL_VENV) .venv-py* $(WEB)/node_modules
