@@ -2,7 +2,8 @@
 # Issue 15's bar, measured: `neurogc sweep` on every bundled training loop (every step policy
 # configuration, rounds interleaved, the order rotated), then bench/sweep/RESULTS.md with, per
 # loop, each configuration's medians and the learned policy against the bar (step p99 <= 1.05 x
-# the best fixed configuration's, mean <= default's, peak RSS <= 1.10 x default's).
+# the best fixed configuration's, the best within the memory bound as the suite picks it; mean
+# <= default's, peak RSS <= 1.10 x default's).
 # torch_cnn needs PyTorch, which `make setup` does not install: it goes into its own virtualenv
 # (.venv-torch) here; where it cannot be installed, RESULTS.md says so.
 # Each loop's sweep report stays beside RESULTS.md (bench/sweep/<loop>/README.md, step-time.png,

@@ -4,9 +4,12 @@ against issue 15's bar.
 Usage: python bench/sweep/summarize.py DIR (prints Markdown; DIR holds one folder per loop, each
 a `neurogc sweep` output with its summary.json). Standard library only.
 
-The bar, per loop: the learned policy's step p99 at most 1.05 x the best fixed configuration's
-(the lowest p99 among the others), its mean step time at most default's, its peak RSS at most
-1.10 x default's. Each is checked on the medians over rounds; the intervals are shown beside them.
+The bar, per loop: the learned policy's step p99 at most 1.05 x the best fixed configuration's,
+its mean step time at most default's, its peak RSS at most 1.10 x default's. Each is checked on the
+medians over rounds; the intervals are shown beside them. The best fixed configuration is the one
+with the lowest p99 among those whose peak RSS stays within the memory bound the learned policy is
+held to (1.10 x default's), as the workload suite picks its best fixed policy; a faster one beyond
+the bound is named, with the learned policy's p99 and memory against it.
 """
 
 from __future__ import annotations
@@ -16,10 +19,11 @@ import sys
 from pathlib import Path
 
 MIB = 1024 * 1024
+RSS_BOUND = 1.10  # peak RSS against default's, for the learned policy and the best fixed one
 BARS = (  # (what, metric key, compared with, largest ratio allowed)
     ("p99 vs best fixed", "p99_ms", "best fixed", 1.05),
     ("mean vs default", "mean_ms", "default", 1.00),
-    ("peak RSS vs default", "peak_rss_bytes", "default", 1.10),
+    ("peak RSS vs default", "peak_rss_bytes", "default", RSS_BOUND),
 )
 
 
@@ -52,8 +56,19 @@ def loop_section(name: str, summary: dict) -> tuple[list[str], list[bool]]:
     if learned is None or "default" not in configs or not fixed:
         out += ["", "The bar needs `learned`, `default` and a fixed configuration: not checked."]
         return out, []
-    best_fixed = min(fixed, key=lambda c: fixed[c]["p99_ms"]["estimate"])
-    out += ["", f"The learned policy against the bar (best fixed by p99: `{best_fixed}`):", ""]
+
+    def p99(c: str) -> float:
+        return fixed[c]["p99_ms"]["estimate"]
+
+    def rss_to_default(m: dict) -> float | None:
+        rss, ref = m.get("peak_rss_bytes"), configs["default"].get("peak_rss_bytes")
+        return rss["estimate"] / ref["estimate"] if rss and ref else None
+
+    fastest = min(fixed, key=p99)
+    within = [c for c in fixed if (rss_to_default(fixed[c]) or 0.0) <= RSS_BOUND]
+    best_fixed = min(within, key=p99) if within else fastest
+    out += ["", f"The learned policy against the bar (best fixed by p99 within {RSS_BOUND:.2f}× "
+            f"the default's peak RSS: `{best_fixed}`):", ""]  # fmt: skip
     out += ["| bar | learned | against | ratio | allowed | |", "|---|---|---|---|---|---|"]
     passed = []
     for what, key, against, limit in BARS:
@@ -67,6 +82,11 @@ def loop_section(name: str, summary: dict) -> tuple[list[str], list[bool]]:
         verdict = "met" if ok else f"missed by {(ratio / limit - 1) * 100:.1f} %"
         out.append(f"| {what} | {fmt(key, learned[key]['estimate'])} | "
                    f"{fmt(key, ref[key]['estimate'])} | {ratio:.3f} | ≤ {limit:.2f} | {verdict} |")  # fmt: skip
+    if fastest != best_fixed and "p99_ms" in learned:
+        rss = rss_to_default(fixed[fastest])
+        out += ["", f"Fastest regardless of memory: `{fastest}`, p99 {fmt('p99_ms', p99(fastest))} "
+                f"at {rss:.2f}× the default's peak RSS; the learned policy's p99 is "
+                f"{learned['p99_ms']['estimate'] / p99(fastest):.3f}× its."]  # fmt: skip
     return out, passed
 
 
