@@ -27,6 +27,9 @@ def main() -> None:
             sections.append(f"## {w['name']}\n\nNot replayed: no simulation.json.\n")
             continue
         s = json.loads(path.read_text())
+        # The bench's names for its policies (a model's spec holds a path; its label does not).
+        run = json.loads((suite / w["run"] / "run.json").read_text())
+        label = {q["spec"]: q["label"] for q in run.get("policies", [])}
         rho = s["rank_correlation"]
         if rho is not None:
             rhos.append(rho)
@@ -46,7 +49,7 @@ def main() -> None:
                 return "n/a" if x is None else f"{x:.2f}"
 
             lines.append(
-                f"| {p['policy']} | {ms(p['p99_ms'])} | {ms(p['live_p99_ms'])} | "
+                f"| {label.get(p['policy'], p['policy'])} | {ms(p['p99_ms'])} | {ms(p['live_p99_ms'])} | "
                 f"{'' if err is None else f'{err * 100:+.0f} %'} |"
             )
         sections.append("\n".join(lines) + "\n")
