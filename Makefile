@@ -176,7 +176,7 @@ bench-load: setup
 bench-dashboard: system-packages $(NPM_STAMP)
 	bash bench/dashboard/run.sh
 
-# The workload suite's scoreboard (bench/suite/RESULTS.md, ~55 min); bench-suite-quick: --quick.
+# The workload suite's scoreboard (bench/suite/RESULTS.md, ~75 min); bench-suite-quick: --quick.
 bench-suite: setup
 	bash bench/suite/run.sh
 
