@@ -23,7 +23,8 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
   echo
   echo "- Command: \`bash bench/models/scheduler_latency.sh\` (the example \`scheduler_latency\`)"
   echo "- Commit: $commit · $(date -u '+%Y-%m-%d %H:%M UTC') · machine load average before: $load_before"
-  echo "- Model: \`neurogc train --model scheduler --data $data\`; each question: features from a"
+  echo "- Model: \`neurogc train --model scheduler --data $data --hidden H --layers L --epochs 2\`"
+  echo "  (the time per question depends on the net's size, not on how well it is trained); each question: features from a"
   echo "  full ring of 1,024 arrivals, normalised, the LSTM over 16 steps, the survival estimate it"
   echo "  reads; against the survival estimate alone, 10,000 questions each, interleaved."
   echo
