@@ -143,8 +143,11 @@ def test_explore_then_train_then_bench_with_the_model(tmp_path):
     r = neurogc_cli("train", "--model", "scheduler", "--data", str(run), "--out", str(model))
     assert r.returncode == 0, r.stderr
     priors = json.loads((model / "model.json").read_text())["priors"]
-    # The explore collections came at many distances: the pause's growth is fitted.
-    assert priors["unfrozen_b_ms"] is not None and priors["full_pause_ms"] > 0, priors
+    # The explore collections priced the heap and what each request leaves to free. (The
+    # pause's growth per request is left out: on a 300k-object heap a few thousand objects
+    # more are within the pause's noise, so its slope is as often fitted as not.)
+    assert priors["collections"] >= 5 and priors["full_pause_ms"] > 0, priors
+    assert priors["freed_per_request"] > 0, priors
     started = time.monotonic()
     r = neurogc_cli(
         "bench", *small, "--policy", "neurogc", "--policy", f"neurogc:{model}", "--mode", "turns",
