@@ -286,6 +286,12 @@ impl PauseModel {
         self.points.push_back((t, ms));
     }
 
+    /// The mean interval measured.
+    fn mean_interval(&self) -> Option<f64> {
+        let n = self.points.len();
+        (n > 0).then(|| self.points.iter().map(|p| p.0).sum::<f64>() / n as f64)
+    }
+
     /// `(a, b)` once three points exist; with one interval length only, all of the pause is
     /// taken as growth (`a` = 0).
     fn fit(&self) -> Option<(f64, f64)> {
@@ -557,7 +563,16 @@ impl Scheduler {
                 };
                 w.max(small).clamp(lo, hi)
             }
-            Some(_) => hi,
+            // No growth seen over the intervals measured says nothing of ten times longer ones:
+            // the cadence steps out to half again the mean interval measured, and each step is
+            // measured. (Taken as `hi`, a slope fitted at or under 0 from points at about the
+            // same interval stopped large-heap's collections for 10 s: the growth collection
+            // then paused 263 ms and the re-freeze after it 301 ms, where those before took
+            // 15 ms; twice the longest interval still made one step of 220 ms.)
+            Some(_) => self
+                .pause_model
+                .mean_interval()
+                .map_or(hi, |w| (1.5 * w).clamp(lo, hi)),
             None => default,
         }
     }
@@ -1778,6 +1793,15 @@ mod tests {
         }
         let c = s.cadence(&o);
         assert!((c - 5.0).abs() < 1e-6, "{c}");
+        // No growth seen (pauses that shrink a little over about the same intervals): half
+        // again the mean interval, not the longest cadence there is.
+        let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
+        for (t, ms) in [(0.40, 15.2), (0.42, 16.3), (0.44, 14.7)] {
+            s.pause_model.add(t, ms);
+        }
+        assert_eq!(s.pause_model.fit().map(|f| f.1), Some(0.0));
+        let c = s.cadence(&o);
+        assert!((c - 0.63).abs() < 1e-9, "{c}");
         // In requests, at ~200 req/s: a 10 ms pause delays 2 arrivals and ~1 in flight; with
         // 0.001 ms per request of garbage, every (2 + 1) / (0.005 - 0.0002) ≈ 625 requests
         // (the rate is measured over the last arrivals).
