@@ -18,6 +18,8 @@
 //! and no queue kept growing: the median stayed near the lightest probe's (p50 ≤ max(3 × p50₀,
 //! p50₀ + 20 ms), where ₀ is the lowest of the sustained probes so far), or, where it did not,
 //! the requests in flight peaked before the probe's last second and fell by a tenth since.
+//! A probe whose queue stayed short through its first half and rose after it (a pause late in
+//! the probe, with no time left to see its queue drain) is probed again at its rate.
 //! Overload builds a queue that grows for the whole probe. A GC pause lifts the tail, and the
 //! queue it leaves drains; near capacity the drain is slow, so a 500 ms pause early in a probe
 //! lifts its median by hundreds of ms too (a large-heap server under the default policy failed
@@ -149,12 +151,29 @@ fn probe_policy(
         probes.push(p);
         ok
     };
+    // A probe, and a second at the same rate when the first's queue rose only late.
+    let sustains = |rate: f64, probes: &mut Vec<Probe>| -> Result<bool> {
+        let first = probe(probes.len() + 1, rate)?;
+        let late = rose_late(&first);
+        if judge(first, probes) {
+            return Ok(true);
+        }
+        if !late {
+            return Ok(false);
+        }
+        if let Some(p) = probes.last_mut() {
+            p.verdict
+                .push_str(" (the queue rose only late: probed again)");
+        }
+        drain(session, &hosts[0]);
+        let again = probe(probes.len() + 1, rate)?;
+        Ok(judge(again, probes))
+    };
     let mut good: Option<f64> = None;
     let mut bad: Option<f64> = None;
     let mut rate = cfg.start_rps;
     while rate <= cfg.max_rps {
-        let p = probe(probes.len() + 1, rate)?;
-        if judge(p, &mut probes) {
+        if sustains(rate, &mut probes)? {
             good = Some(rate);
             rate *= 2.0;
         } else {
@@ -180,8 +199,7 @@ fn probe_policy(
             if mid <= lo || mid >= hi {
                 break;
             }
-            let p = probe(probes.len() + 1, mid)?;
-            if judge(p, &mut probes) {
+            if sustains(mid, &mut probes)? {
                 lo = mid;
             } else {
                 hi = mid;
@@ -239,6 +257,25 @@ fn queue_drained(in_flight: &[u64]) -> bool {
     };
     let peak = earlier.iter().copied().max().unwrap_or(0);
     peak > 0 && (last as f64) < 0.9 * peak as f64
+}
+
+/// Whether a probe's queue stayed short (under 50 ms of arrivals) through its first half and
+/// rose after it, every request answered at the rate asked: a pause late in the probe leaves
+/// such a queue, with no time left to see it drain, where overload's grows from the start.
+/// Such a probe gets a second at its rate, which meets the service's pauses at another phase
+/// (a full collection every 5 s lands in the last seconds of many a 5 s probe).
+fn rose_late(p: &Probe) -> bool {
+    let short = (p.rate * 0.05).max(1.0);
+    let Some(&last) = p.in_flight.last() else {
+        return false;
+    };
+    let first_half = &p.in_flight[..p.in_flight.len() / 2];
+    p.failures == 0
+        && p.dropped == 0
+        && p.achieved >= 0.95 * p.rate
+        && !first_half.is_empty()
+        && first_half.iter().all(|&n| n as f64 <= short)
+        && last as f64 > short
 }
 
 /// The latency a probe is judged against: the lowest p50 and p99 of the sustained probes so far
@@ -350,6 +387,36 @@ mod tests {
             };
             assert!(!verdict(&short, &reference).0);
         }
+    }
+
+    #[test]
+    fn a_queue_that_rose_only_late_gets_a_second_probe() {
+        let at = |q: Vec<u64>| Probe {
+            in_flight: q,
+            ..probe(230.0, 230.0, 60.0, 700.0)
+        };
+        // A pause in the last seconds: short queue, then one it had no time to drain.
+        assert!(rose_late(&at(vec![2, 1, 3, 160])));
+        assert!(rose_late(&at(vec![2, 1, 90, 160])));
+        // Overload: the queue grows from the start, or never rose at all.
+        for q in [
+            vec![40, 80, 120, 160],
+            vec![2, 30, 60, 90],
+            vec![2, 1, 3, 4],
+            vec![90],
+            vec![],
+        ] {
+            assert!(!rose_late(&at(q.clone())), "{q:?}");
+        }
+        // Failed requests or a rate not reached are no pause's doing.
+        assert!(!rose_late(&Probe {
+            failures: 3,
+            ..at(vec![2, 1, 3, 160])
+        }));
+        assert!(!rose_late(&Probe {
+            achieved: 200.0,
+            ..at(vec![2, 1, 3, 160])
+        }));
     }
 
     #[test]
