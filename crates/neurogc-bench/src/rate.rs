@@ -266,7 +266,7 @@ fn queue_drained(in_flight: &[u64]) -> bool {
 /// to see it drain. Overload's departs from the light level in the first second, by its excess
 /// rate (1 % over 300 req/s: 3 more in flight each second), so it is not probed again: a second
 /// chance at every near-capacity probe would bias the capacity upwards (a rule that allowed 50 ms
-/// of arrivals in the first half ran a suite's churn at 320 req/s, where most policies queued).
+/// of arrivals in the first half probed churn's 540 req/s again after `[10, 34]` in flight).
 /// Probes shorter than 4 s have too few readings to tell (the suite's are 2 s).
 /// Such a probe gets a second at its rate, which meets the service's pauses at another phase.
 fn rose_late(p: &Probe) -> bool {
