@@ -15,7 +15,7 @@ use crate::args::{Config, Mode};
 use crate::client::{self, Conn, FailKind, Prepared};
 use crate::report::{Reporter, Summary};
 use crate::requests::RequestLog;
-use crate::schedule::{spawn_offset, ArrivalClock, Wait};
+use crate::schedule::{spawn_offset, ArrivalClock, Delays, Wait};
 use crate::stats::Stats;
 use crate::timer::Sleeper;
 use neurogc_rng::Rng;
@@ -43,6 +43,8 @@ struct Shared {
     current_host: Cell<Option<usize>>,
     /// `--requests-out`: every request's row.
     request_log: RefCell<Option<RequestLog>>,
+    /// `--alternate`: how long each turn waited for the one before it to drain.
+    delays: RefCell<Delays>,
 }
 
 impl Shared {
@@ -102,6 +104,7 @@ async fn drive(cfg: Rc<Config>) -> Result<Summary> {
             }
             None => None,
         }),
+        delays: RefCell::new(Delays::default()),
         cfg: cfg.clone(),
     });
     // Whatever ends the run, no server is left stopped.
@@ -129,15 +132,20 @@ async fn drive(cfg: Rc<Config>) -> Result<Summary> {
     let mut interrupted = false;
     let mut last_roll = start;
     let mut next_tick = start + Duration::from_secs(1);
+    // The deadline moves by the time turns waited for a queue to drain: every turn is whole.
+    let end_at = || deadline.map(|d| d + shared.delays.borrow().total());
     // The per-second loop; it ends at the deadline or on Ctrl-C.
     loop {
-        let until = deadline.map_or(next_tick, |d| d.min(next_tick));
+        let until = end_at().map_or(next_tick, |d| d.min(next_tick));
         tokio::select! {
             _ = sleep_until(until) => {}
             _ = &mut ctrl_c => { interrupted = true; break; }
         }
-        if Some(until) == deadline {
-            break;
+        if until < next_tick {
+            if end_at() == Some(until) {
+                break;
+            }
+            continue; // a turn waited meanwhile: the deadline moved
         }
         roll(&shared, &mut reporter, start, &mut last_roll, until, false)?;
         next_tick += Duration::from_secs(1);
@@ -145,7 +153,7 @@ async fn drive(cfg: Rc<Config>) -> Result<Summary> {
     let end = if interrupted {
         Instant::now()
     } else {
-        deadline.unwrap_or_else(Instant::now)
+        end_at().unwrap_or_else(Instant::now)
     };
     if !interrupted {
         // Requests sent before the deadline still count: wait for them (each is bounded by
@@ -159,12 +167,15 @@ async fn drive(cfg: Rc<Config>) -> Result<Summary> {
     load.abort();
     let now = Instant::now();
     roll(&shared, &mut reporter, start, &mut last_roll, now, true)?;
+    // Rates are over the time the load was offered, without the waits between turns.
+    let waited = shared.delays.borrow().total();
     let summary = summarize(
         &cfg,
         &shared.stats.borrow(),
         &reporter,
         started_wall,
-        end - start,
+        (end - start).saturating_sub(waited),
+        waited,
         interrupted,
     );
     reporter.finish(&summary)?;
@@ -189,8 +200,10 @@ fn roll(
         // A turn is over once no request sent in it can still be in flight.
         let turns = shared.cfg.turns().map(|t| {
             let grace = shared.cfg.timeout + Duration::from_secs(1);
-            let done =
-                |slice: u64| end || t.slice.mul_f64((slice + 1) as f64) + grace <= now - start;
+            let delays = shared.delays.borrow();
+            let done = |slice: u64| {
+                end || t.slice.mul_f64((slice + 1) as f64) + delays.of(slice) + grace <= now - start
+            };
             (t, stats.take_turns(done))
         });
         (stats.roll(), turns)
@@ -199,7 +212,7 @@ fn roll(
     *last_roll = now;
     reporter.second(&snaps, now - start, interval)?;
     match turns {
-        Some((t, turns)) if !turns.is_empty() => reporter.turns(&turns, t),
+        Some((t, turns)) if !turns.is_empty() => reporter.turns(&turns, t, &shared.delays.borrow()),
         _ => Ok(()),
     }
 }
@@ -237,6 +250,7 @@ fn summarize(
     reporter: &Reporter,
     started: SystemTime,
     duration: Duration,
+    waited: Duration,
     interrupted: bool,
 ) -> Summary {
     let totals = stats.totals();
@@ -301,6 +315,7 @@ fn summarize(
         failures: sum(|r| r.failures),
         achieved_rate,
         alternate_s: turns.map(|t| t.slice.as_secs_f64()),
+        turn_waits_s: turns.map(|_| waited.as_secs_f64()),
         late_starts: sum(|r| r.late_starts),
         dropped: sum(|r| r.dropped),
         rows,
@@ -421,17 +436,18 @@ async fn open_loop(shared: Rc<Shared>, start: Instant, deadline: Option<Instant>
     let sleeper = Sleeper::new();
     let mut last_wake = start;
     loop {
-        let intended = start + clock.next_offset();
-        if deadline.is_some_and(|d| intended >= d) {
+        let offset = clock.next_offset();
+        if deadline.is_some_and(|d| start + offset >= d) {
             break;
         }
+        // Turns that waited for a queue to drain pushed the rest of the schedule back.
+        let mut intended = start + shared.delays.borrow().total() + offset;
         if intended > Instant::now() {
             sleeper
                 .sleep_until(intended.max(last_wake + MIN_WAKE_GAP))
                 .await;
             last_wake = Instant::now();
         }
-        let offset = intended - start;
         // Bursts are timed from the start of the run, or of the host's slice when hosts take
         // turns, so every host's slice of a round gets the same bursts.
         let mut burst_offset = offset;
@@ -441,9 +457,16 @@ async fn open_loop(shared: Rc<Shared>, start: Instant, deadline: Option<Instant>
             let slice = t.slice_at(offset);
             if slice != current_slice {
                 let round = slice / t.hosts as u64;
+                let (from, to) = ((current_slice % t.hosts as u64) as usize, t.host_at(offset));
+                if from != to {
+                    let waited = drain(&shared.pools[from]).await;
+                    if !waited.is_zero() {
+                        shared.delays.borrow_mut().add(slice, waited);
+                        intended += waited;
+                    }
+                }
                 if !stop_idle.is_empty() {
-                    let from = (current_slice % t.hosts as u64) as usize;
-                    hand_over(&shared, from, t.host_at(offset), stop_idle);
+                    hand_over(&shared, from, to, stop_idle);
                 }
                 current_slice = slice;
                 picks = picks_of_round(round);
@@ -474,6 +497,15 @@ async fn open_loop(shared: Rc<Shared>, start: Instant, deadline: Option<Instant>
     while shared.pools.iter().any(|p| p.in_flight.get() > 0) {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+}
+
+/// Waits until `pool` has no request in flight; returns how long that took.
+async fn drain(pool: &Pool) -> Duration {
+    let began = Instant::now();
+    while pool.in_flight.get() > 0 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    began.elapsed()
 }
 
 /// The load moves from host `from` to host `to`: `to` is continued at once; `from` is stopped

@@ -11,7 +11,7 @@ use neurogc_units::fmt_ms;
 use serde::{Deserialize, Serialize};
 
 use crate::args::{Config, Mode};
-use crate::schedule::Turns;
+use crate::schedule::{Delays, Turns};
 use crate::stats::{Row, RowContext, Snapshot};
 
 /// The last line of `--json-out`: the run's parameters and its totals per host and task.
@@ -41,6 +41,10 @@ pub struct Summary {
     /// `--alternate`: the slice length; each host's rates are then over its own slices.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alternate_s: Option<f64>,
+    /// `--alternate`: how long the turns waited, in all, for the host before them to answer
+    /// every request of its turn (the run lasted that much longer than `duration_s`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_waits_s: Option<f64>,
     pub late_starts: u64,
     pub dropped: u64,
     /// `"type": "total"` rows: every host × task, then the host's "all".
@@ -226,14 +230,14 @@ impl Reporter {
     }
 
     /// The turns that are over (`--alternate`): one line per host and slice, `t` at its end.
-    pub fn turns(&mut self, turns: &[(u64, Snapshot)], t: Turns) -> Result<()> {
+    pub fn turns(&mut self, turns: &[(u64, Snapshot)], t: Turns, delays: &Delays) -> Result<()> {
         let Some((path, w)) = &mut self.json else {
             return Ok(());
         };
         let rows: Vec<Row> = turns
             .iter()
             .map(|(slice, s)| {
-                let end = t.slice.mul_f64((*slice + 1) as f64);
+                let end = t.slice.mul_f64((*slice + 1) as f64) + delays.of(*slice);
                 let ctx = RowContext {
                     kind: "turn",
                     unix_time: neurogc_units::unix(self.started + end),

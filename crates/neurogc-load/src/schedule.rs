@@ -1,4 +1,5 @@
 //! When things happen: open-loop intended send times, closed-loop waits and user spawn times.
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
@@ -87,6 +88,37 @@ impl Turns {
         // Within the unfinished cycle, this host's slice is [host·slice, (host+1)·slice).
         let rest = t - whole * cycle - host as f64 * slice;
         Duration::from_secs_f64(whole * slice + rest.clamp(0.0, slice))
+    }
+}
+
+/// Hosts taking turns: how much later than planned each slice began. A turn begins only once
+/// the host before it has answered every request of its turn, so a queue left at the end of a
+/// turn drains (and is measured) on its own host's time, not in the next host's turn, where it
+/// would compete for the CPU with the server being measured.
+#[derive(Debug, Default)]
+pub struct Delays {
+    /// The delay in effect from slice `k` on (it only grows).
+    from: BTreeMap<u64, Duration>,
+}
+
+impl Delays {
+    /// Slice `slice` began `wait` later than the slice before it ended.
+    pub fn add(&mut self, slice: u64, wait: Duration) {
+        let total = self.total() + wait;
+        self.from.insert(slice, total);
+    }
+
+    /// All the waiting so far.
+    pub fn total(&self) -> Duration {
+        self.from.values().next_back().copied().unwrap_or_default()
+    }
+
+    /// How much later than planned `slice` began (and ended).
+    pub fn of(&self, slice: u64) -> Duration {
+        self.from
+            .range(..=slice)
+            .next_back()
+            .map_or(Duration::ZERO, |(_, d)| *d)
     }
 }
 
@@ -258,6 +290,20 @@ mod tests {
         assert!((loaded(0, 5.0) - 3.0).abs() < 1e-9);
         assert!((loaded(1, 5.0) - 2.0).abs() < 1e-9);
         assert_eq!(loaded(1, 1.0), 0.0);
+    }
+
+    #[test]
+    fn delays_accumulate_from_the_slice_that_waited_on() {
+        let ms = Duration::from_millis;
+        let mut d = Delays::default();
+        assert_eq!((d.of(0), d.total()), (ms(0), ms(0)));
+        d.add(3, ms(250));
+        d.add(7, ms(40));
+        assert_eq!(
+            (d.of(0), d.of(2), d.of(3), d.of(6), d.of(7), d.of(100)),
+            (ms(0), ms(0), ms(250), ms(250), ms(290), ms(290))
+        );
+        assert_eq!(d.total(), ms(290));
     }
 
     #[test]

@@ -532,7 +532,8 @@ pub fn load_text(load: Option<&LoadInfo>) -> String {
     if let Some(slice) = load.alternate_s {
         let _ = write!(
             s,
-            "; the servers took turns under it, {} each, so each was loaded for \
+            "; the servers took turns under it, {} each (a turn begins once the server \
+             before it has answered all its requests), so each was loaded for \
              its share of the trial: latency and RPS are over its turns, while CPU, \
              memory, disk and network averages span the whole trial, idle turns included",
             seconds(slice)

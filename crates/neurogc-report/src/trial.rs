@@ -422,6 +422,13 @@ fn latency(m: &mut TrialMetrics, t: &TrialData) {
                 s.late_starts, s.dropped
             ));
         }
+        // Queues that outlast a turn show as waits; more than a second of them is worth saying.
+        if let Some(waited) = s.turn_waits_s.filter(|&w| w >= 1.0) {
+            m.notes.push(format!(
+                "the turns of this run waited {waited:.1} s in all for a server's queue to drain \
+                 before the next server took the load"
+            ));
+        }
     }
     // Percentiles from the HDR histogram (µs); the summary's row when there is no log.
     let ms = |us: u64| us as f64 / 1000.0;

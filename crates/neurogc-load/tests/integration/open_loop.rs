@@ -264,3 +264,57 @@ fn bursts_send_only_in_their_on_periods() {
         .count();
     assert!(in_gap <= 5, "{in_gap} requests arrived in the idle gaps");
 }
+
+#[test]
+fn a_turn_begins_only_once_the_host_before_it_has_answered() {
+    // `a` holds its requests 390 ms of every 400: at the end of its turn it still owes answers.
+    let a = Server::start(Behavior {
+        stall: Some((Duration::from_millis(400), Duration::from_millis(390))),
+    });
+    let b = Server::start(Behavior::default());
+    let dir = common::temp_dir("drain");
+    let out = run_load(&format!(
+        "--host {} --host {} --rate 100 --run-time 4s --alternate 1s --requests-out {}",
+        a.url,
+        b.url,
+        dir.display()
+    ));
+    let log = |url: &str| {
+        let path = neurogc_load::requests::path(&dir, url);
+        neurogc_load::requests::read(&path, "requests.csv").unwrap()
+    };
+    let (of_a, of_b) = (log(&a.url), log(&b.url));
+    let _ = std::fs::remove_dir_all(&dir);
+    let s = &out.summary;
+    assert_eq!((s.failures, s.dropped), (0, 0));
+    // No request of b's was due while one of a's, due before it, was still unanswered.
+    for r in &of_b {
+        let owed = of_a
+            .iter()
+            .filter(|q| q.intended < r.intended && q.done > r.intended)
+            .count();
+        assert_eq!(
+            owed, 0,
+            "b's request due at {} overlapped a's queue",
+            r.intended
+        );
+    }
+    // a's turns ended with a queue (a request due in its last 390 ms is held), and the run
+    // waited for it: every turn kept its whole second and its ~100 requests.
+    let waited = s.turn_waits_s.unwrap();
+    assert!(waited > 0.05 && waited < 1.0, "waited {waited} s");
+    assert_eq!(out.turns.len(), 4);
+    for t in &out.turns {
+        assert!((t.requests as f64 - 100.0).abs() <= 20.0, "{t:?}");
+    }
+    // The rates are over the load's own time, without the waits.
+    assert!((s.duration_s - 4.0).abs() < 0.01, "{}", s.duration_s);
+    assert!(
+        (s.achieved_rate - 100.0).abs() <= 10.0,
+        "{}",
+        s.achieved_rate
+    );
+    // Turn lines end where their turn really ended: the last one after 4 s plus the waits.
+    let last = out.turns.iter().map(|t| t.elapsed_s).fold(0.0, f64::max);
+    assert!((last - (4.0 + waited)).abs() < 0.01, "{last} vs {waited}");
+}
