@@ -45,6 +45,8 @@ struct Shared {
     request_log: RefCell<Option<RequestLog>>,
     /// `--alternate`: how long each turn waited for the one before it to drain.
     delays: RefCell<Delays>,
+    /// A turn is waiting for the host before it to drain: the deadline moves by the wait.
+    draining: Cell<bool>,
 }
 
 impl Shared {
@@ -105,6 +107,7 @@ async fn drive(cfg: Rc<Config>) -> Result<Summary> {
             None => None,
         }),
         delays: RefCell::new(Delays::default()),
+        draining: Cell::new(false),
         cfg: cfg.clone(),
     });
     // Whatever ends the run, no server is left stopped.
@@ -132,20 +135,33 @@ async fn drive(cfg: Rc<Config>) -> Result<Summary> {
     let mut interrupted = false;
     let mut last_roll = start;
     let mut next_tick = start + Duration::from_secs(1);
-    // The deadline moves by the time turns waited for a queue to drain: every turn is whole.
+    // The deadline moves by the time turns waited for a queue to drain, so every turn is whole;
+    // while a turn is waiting, the deadline is not known yet.
     let end_at = || deadline.map(|d| d + shared.delays.borrow().total());
+    let known_end = || (!shared.draining.get()).then(end_at).flatten();
     // The per-second loop; it ends at the deadline or on Ctrl-C.
     loop {
-        let until = end_at().map_or(next_tick, |d| d.min(next_tick));
+        let end = known_end();
+        // An end less than half a second past a tick ends the run without that tick: the last
+        // row is then up to 1.5 s long rather than a sliver (a few ms of waits past the grid).
+        let until = end.map_or(next_tick, |d| {
+            if d < next_tick + Duration::from_millis(500) {
+                d
+            } else {
+                next_tick
+            }
+        });
         tokio::select! {
             _ = sleep_until(until) => {}
             _ = &mut ctrl_c => { interrupted = true; break; }
         }
-        if until < next_tick {
-            if end_at() == Some(until) {
+        if end == Some(until) {
+            if known_end() == end {
                 break;
             }
-            continue; // a turn waited meanwhile: the deadline moved
+            if until != next_tick {
+                continue; // a turn waited meanwhile: the deadline moved
+            }
         }
         roll(&shared, &mut reporter, start, &mut last_roll, until, false)?;
         next_tick += Duration::from_secs(1);
@@ -458,12 +474,14 @@ async fn open_loop(shared: Rc<Shared>, start: Instant, deadline: Option<Instant>
             if slice != current_slice {
                 let round = slice / t.hosts as u64;
                 let (from, to) = ((current_slice % t.hosts as u64) as usize, t.host_at(offset));
-                if from != to {
-                    let waited = drain(&shared.pools[from]).await;
-                    if !waited.is_zero() {
-                        shared.delays.borrow_mut().add(slice, waited);
-                        intended += waited;
-                    }
+                if from != to && shared.pools[from].in_flight.get() > 0 {
+                    shared.draining.set(true);
+                    drain(&shared.pools[from]).await;
+                    // The turn starts now: its first request is due at the end of the wait.
+                    let waited = Instant::now().saturating_duration_since(intended);
+                    shared.delays.borrow_mut().add(slice, waited);
+                    intended += waited;
+                    shared.draining.set(false);
                 }
                 if !stop_idle.is_empty() {
                     hand_over(&shared, from, to, stop_idle);
@@ -499,17 +517,16 @@ async fn open_loop(shared: Rc<Shared>, start: Instant, deadline: Option<Instant>
     }
 }
 
-/// Waits until `pool` has no request in flight; returns how long that took.
-async fn drain(pool: &Pool) -> Duration {
-    let began = Instant::now();
+/// Waits until `pool` has no request in flight (each is bounded by `--timeout`).
+async fn drain(pool: &Pool) {
     while pool.in_flight.get() > 0 {
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
-    began.elapsed()
 }
 
 /// The load moves from host `from` to host `to`: `to` is continued at once; `from` is stopped
-/// once its requests still in flight have been answered (unless its turn has come round again).
+/// once its requests still in flight have been answered (the open loop has waited for them
+/// already; a Ctrl-C can end the wait) unless its turn has come round again.
 fn hand_over(shared: &Rc<Shared>, from: usize, to: usize, groups: &[i32]) {
     signal_group(groups[to], libc::SIGCONT);
     if from == to {

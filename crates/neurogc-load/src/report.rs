@@ -230,6 +230,8 @@ impl Reporter {
     }
 
     /// The turns that are over (`--alternate`): one line per host and slice, `t` at its end.
+    /// A turn ends when the next one begins: after the wait for its own queue to drain, which
+    /// its interval includes (its rates are over it too).
     pub fn turns(&mut self, turns: &[(u64, Snapshot)], t: Turns, delays: &Delays) -> Result<()> {
         let Some((path, w)) = &mut self.json else {
             return Ok(());
@@ -237,12 +239,13 @@ impl Reporter {
         let rows: Vec<Row> = turns
             .iter()
             .map(|(slice, s)| {
-                let end = t.slice.mul_f64((*slice + 1) as f64) + delays.of(*slice);
+                let drained = delays.of(slice + 1) - delays.of(*slice);
+                let end = t.slice.mul_f64((*slice + 1) as f64) + delays.of(slice + 1);
                 let ctx = RowContext {
                     kind: "turn",
                     unix_time: neurogc_units::unix(self.started + end),
                     elapsed_s: end.as_secs_f64(),
-                    interval_s: t.slice.as_secs_f64(),
+                    interval_s: (t.slice + drained).as_secs_f64(),
                     host: &self.hosts[s.host],
                     task: "all",
                     closed_loop: false,

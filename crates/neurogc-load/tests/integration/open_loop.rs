@@ -113,6 +113,7 @@ fn alternate_sends_each_slice_to_one_host_in_turn() {
 fn open_loop_p99_sees_a_200ms_stall_every_2s_that_closed_loop_hides() {
     let server = Server::start(Behavior {
         stall: Some((Duration::from_secs(2), Duration::from_millis(200))),
+        ..Behavior::default()
     });
 
     let open = run_load(&format!("--host {} --rate 200 --run-time 5s", server.url));
@@ -267,9 +268,10 @@ fn bursts_send_only_in_their_on_periods() {
 
 #[test]
 fn a_turn_begins_only_once_the_host_before_it_has_answered() {
-    // `a` holds its requests 390 ms of every 400: at the end of its turn it still owes answers.
+    // `a` answers every request 200 ms late: at the end of each of its turns it owes ~20.
     let a = Server::start(Behavior {
-        stall: Some((Duration::from_millis(400), Duration::from_millis(390))),
+        delay: Some(Duration::from_millis(200)),
+        ..Behavior::default()
     });
     let b = Server::start(Behavior::default());
     let dir = common::temp_dir("drain");
@@ -299,13 +301,22 @@ fn a_turn_begins_only_once_the_host_before_it_has_answered() {
             r.intended
         );
     }
-    // a's turns ended with a queue (a request due in its last 390 ms is held), and the run
-    // waited for it: every turn kept its whole second and its ~100 requests.
+    // Both of a's turns ended owing ~200 ms of answers, and the run waited for them: every
+    // turn kept its whole second and its ~100 requests.
     let waited = s.turn_waits_s.unwrap();
-    assert!(waited > 0.05 && waited < 1.0, "waited {waited} s");
+    assert!(waited > 0.3 && waited < 1.0, "waited {waited} s");
     assert_eq!(out.turns.len(), 4);
     for t in &out.turns {
         assert!((t.requests as f64 - 100.0).abs() <= 20.0, "{t:?}");
+    }
+    // a's turns include the wait for their answers; b's, answered at once, do not.
+    for t in &out.turns {
+        let drained = t.interval_s - 1.0;
+        if t.host == a.url {
+            assert!(drained > 0.15 && drained < 0.5, "{t:?}");
+        } else {
+            assert!(drained < 0.05, "{t:?}");
+        }
     }
     // The rates are over the load's own time, without the waits.
     assert!((s.duration_s - 4.0).abs() < 0.01, "{}", s.duration_s);
@@ -314,7 +325,13 @@ fn a_turn_begins_only_once_the_host_before_it_has_answered() {
         "{}",
         s.achieved_rate
     );
-    // Turn lines end where their turn really ended: the last one after 4 s plus the waits.
+    // Turn lines end where the next turn began: the last one after 4 s plus the waits.
     let last = out.turns.iter().map(|t| t.elapsed_s).fold(0.0, f64::max);
     assert!((last - (4.0 + waited)).abs() < 0.01, "{last} vs {waited}");
+    // Whole seconds of run time end on a tick: no sliver of a second after the last one.
+    assert!(
+        out.seconds.iter().all(|r| r.interval_s > 0.5),
+        "{:?}",
+        out.seconds.iter().map(|r| r.interval_s).collect::<Vec<_>>()
+    );
 }

@@ -22,6 +22,8 @@ pub struct Behavior {
     /// (period, length): every `period` since start, hold all requests for `length` — a
     /// stop-the-world pause like a full GC collection.
     pub stall: Option<(Duration, Duration)>,
+    /// Every request is answered this much later (requests overlap: no queue).
+    pub delay: Option<Duration>,
 }
 
 /// What the server saw.
@@ -58,6 +60,9 @@ async fn handle(
         if phase < length {
             tokio::time::sleep(length - phase).await;
         }
+    }
+    if let Some(delay) = b.delay {
+        tokio::time::sleep(delay).await;
     }
     let status = match path.as_str() {
         "/missing" => StatusCode::NOT_FOUND,
