@@ -315,7 +315,8 @@ fn a_turn_begins_only_once_the_host_before_it_has_answered() {
         if t.host == a.url {
             assert!(drained > 0.15 && drained < 0.5, "{t:?}");
         } else {
-            assert!(drained < 0.05, "{t:?}");
+            // (a wait counts from the first request's due time: a late wake-up shows)
+            assert!(drained < 0.15, "{t:?}");
         }
     }
     // The rates are over the load's own time, without the waits.
