@@ -39,8 +39,6 @@ struct Shared {
     stats: RefCell<Stats>,
     /// Open loop: idle keep-alive connections and requests in flight, per host.
     pools: Vec<Pool>,
-    /// `--stop-idle`: the host whose turn it is (the others are stopped once drained).
-    current_host: Cell<Option<usize>>,
     /// `--requests-out`: every request's row.
     request_log: RefCell<Option<RequestLog>>,
     /// `--alternate`: how long each turn waited for the one before it to drain.
@@ -98,7 +96,6 @@ async fn drive(cfg: Rc<Config>) -> Result<Summary> {
             .collect(),
         stats: RefCell::new(Stats::new(cfg.targets.len(), cfg.tasks.len())),
         pools: cfg.targets.iter().map(|_| Pool::default()).collect(),
-        current_host: Cell::new(None),
         request_log: RefCell::new(match &cfg.requests_out {
             Some(dir) => {
                 let urls: Vec<String> = cfg.targets.iter().map(|t| t.url.clone()).collect();
@@ -447,7 +444,6 @@ async fn open_loop(shared: Rc<Shared>, start: Instant, deadline: Option<Instant>
             signal_group(g, libc::SIGSTOP);
         }
         signal_group(first, libc::SIGCONT);
-        shared.current_host.set(Some(0));
     }
     let sleeper = Sleeper::new();
     let mut last_wake = start;
@@ -484,7 +480,7 @@ async fn open_loop(shared: Rc<Shared>, start: Instant, deadline: Option<Instant>
                     shared.draining.set(false);
                 }
                 if !stop_idle.is_empty() {
-                    hand_over(&shared, from, to, stop_idle);
+                    hand_over(from, to, stop_idle);
                 }
                 current_slice = slice;
                 picks = picks_of_round(round);
@@ -524,25 +520,13 @@ async fn drain(pool: &Pool) {
     }
 }
 
-/// The load moves from host `from` to host `to`: `to` is continued at once; `from` is stopped
-/// once its requests still in flight have been answered (the open loop has waited for them
-/// already; a Ctrl-C can end the wait) unless its turn has come round again.
-fn hand_over(shared: &Rc<Shared>, from: usize, to: usize, groups: &[i32]) {
+/// The load moves from host `from`, whose requests have all been answered (the open loop waited
+/// for them), to host `to`: `to` is continued, `from` stopped.
+fn hand_over(from: usize, to: usize, groups: &[i32]) {
     signal_group(groups[to], libc::SIGCONT);
-    if from == to {
-        return;
+    if from != to {
+        signal_group(groups[from], libc::SIGSTOP);
     }
-    shared.current_host.set(Some(to));
-    let shared = shared.clone();
-    let group = groups[from];
-    spawn_local(async move {
-        while shared.pools[from].in_flight.get() > 0 {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-        if shared.current_host.get() != Some(from) {
-            signal_group(group, libc::SIGSTOP);
-        }
-    });
 }
 
 fn dispatch(
