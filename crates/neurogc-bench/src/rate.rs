@@ -267,7 +267,9 @@ fn queue_drained(in_flight: &[u64]) -> bool {
 /// rate (1 % over 300 req/s: 3 more in flight each second), so it is not probed again: a second
 /// chance at every near-capacity probe would bias the capacity upwards (a rule that allowed 50 ms
 /// of arrivals in the first half probed churn's 540 req/s again after `[10, 34]` in flight).
-/// Probes shorter than 4 s have too few readings to tell (the suite's are 2 s).
+/// It takes 4 readings, one per whole second of sending: probes of 5 s or more (a 4 s probe's
+/// fourth comes only when its run ends within a millisecond of its deadline); the suite's 3 s
+/// probes give 2 or 3 and are never probed again.
 /// Such a probe gets a second at its rate, which meets the service's pauses at another phase.
 fn rose_late(p: &Probe) -> bool {
     let light = (p.rate * 0.01).max(4.0);
@@ -415,7 +417,7 @@ mod tests {
         ] {
             assert!(!rose_late(&at(q.clone())), "{q:?}");
         }
-        // Too few readings to tell (the suite's 2 s probes): seen there as [10, 34] at 540 req/s,
+        // Too few readings to tell (the suite's 3 s probes): seen there as [10, 34] at 540 req/s,
         // overload that a second probe happened to pass.
         for q in [vec![10, 34], vec![1, 2, 160], vec![90], vec![]] {
             assert!(!rose_late(&at(q.clone())), "{q:?}");
