@@ -19,8 +19,8 @@
 //! p50₀ + 20 ms), where ₀ is the lowest of the sustained probes so far), or, where it did not,
 //! the requests in flight peaked before the probe's last second and fell by a tenth since.
 //! A probe of 5 s or more (4 readings of requests in flight) whose queue stayed at a light
-//! load's level through its first half and rose after it (a pause late in the probe, with no time left to see its queue drain) is probed
-//! again at its rate.
+//! load's level through its first half and rose after it (a pause late in the probe, with no
+//! time left to see its queue drain) is probed again at its rate.
 //! Overload builds a queue that grows for the whole probe. A GC pause lifts the tail, and the
 //! queue it leaves drains; near capacity the drain is slow, so a 500 ms pause early in a probe
 //! lifts its median by hundreds of ms too (a large-heap server under the default policy failed
