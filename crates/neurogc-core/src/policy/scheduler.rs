@@ -63,7 +63,10 @@ pub struct SchedulerConfig {
     pub opportunistic: Duration,
     /// The pause a collection of the unfrozen part need not go below.
     pub pause: Duration,
-    /// The share of the time the collections of the unfrozen part may take.
+    /// The share of the time the collections of the unfrozen part may take where their pauses
+    /// are in the p99 whatever the cadence. (Measured on large-heap at 160 requests a second:
+    /// CPython's own rule after a freeze spends about 7 % there, 20 collections of 15-30 ms per
+    /// 6 s; at 5 % the scheduler's were 30-45 ms each, and the p99 is those pauses.)
     pub cpu: f64,
     /// threshold0: tuned by experiment after the freeze, left as it is, or set.
     pub young: YoungThreshold,
@@ -83,7 +86,7 @@ impl Default for SchedulerConfig {
             rss_budget: None,
             opportunistic: Duration::from_secs(1),
             pause: Duration::from_millis(5),
-            cpu: 0.05,
+            cpu: 0.10,
             young: YoungThreshold::Auto,
             stagger: false,
         }
@@ -1770,21 +1773,24 @@ mod tests {
         }
         let c = s.cadence(&o);
         assert!((c - 5.0 / 45.0).abs() < 1e-6, "{c}");
-        // A large live part (a = 20 ms): as often as 5 % of the time allows, every 0.5 s
-        // (pauses of 25 ms).
+        // A large live part (a = 20 ms): as often as 10 % of the time allows, every 2/9 s
+        // (pauses of 22 ms); with `cpu=0.05`, every 0.5 s (pauses of 25 ms).
         let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
         for t in [0.5, 1.0, 2.0, 4.0] {
             s.pause_model.add(t, 20.0 + 10.0 * t);
         }
         let c = s.cadence(&o);
+        assert!((c - 2.0 / 9.0).abs() < 1e-6, "{c}");
+        s.cfg.cpu = 0.05;
+        let c = s.cadence(&o);
         assert!((c - 0.5).abs() < 1e-6, "{c}");
-        // Garbage alone over the budget (b = 60 ms/s): every a / b, pauses of 2a.
+        // Garbage alone over the budget (b = 120 ms/s): every a / b, pauses of 2a.
         let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
         for t in [0.5, 1.0, 2.0, 4.0] {
-            s.pause_model.add(t, 20.0 + 60.0 * t);
+            s.pause_model.add(t, 20.0 + 120.0 * t);
         }
         let c = s.cadence(&o);
-        assert!((c - 20.0 / 60.0).abs() < 1e-6, "{c}");
+        assert!((c - 20.0 / 120.0).abs() < 1e-6, "{c}");
         // Little garbage (b = 1 ms/s): rarely enough that pauses take 0.5 % of the time, every
         // 5 s (pauses of 25 ms), not every 0.4 s as the CPU budget would allow.
         let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
