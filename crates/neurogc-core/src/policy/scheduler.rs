@@ -1472,8 +1472,9 @@ mod tests {
         // Without a model: 400 requests until three collections are timed.
         let (plain, _) = started_now();
         assert_eq!(plain.cadence(&obs(5.0, 100, Some(t))), 400.0);
-        // Three of its own collections replace the prior: pauses of 1 + 0.3·w take more than the
-        // CPU budget, so they are kept at the target, (5 − 1) / 0.3.
+        // Three of its own collections replace the prior: pauses of 1 + 0.3·w, which the CPU
+        // budget would allow every 5 requests (2.5 ms each), under the 5 ms target, which sets
+        // the cadence: (5 − 1) / 0.3.
         for w in [10.0, 20.0, 30.0] {
             s.pause_model.add(w, 1.0 + 0.3 * w);
         }
@@ -1792,7 +1793,7 @@ mod tests {
         let c = s.cadence(&o);
         assert!((c - 20.0 / 120.0).abs() < 1e-6, "{c}");
         // Little garbage (b = 1 ms/s): rarely enough that pauses take 0.5 % of the time, every
-        // 5 s (pauses of 25 ms), not every 0.4 s as the CPU budget would allow.
+        // 5 s (pauses of 25 ms), not every 0.2 s as the CPU budget would allow.
         let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
         for t in [0.5, 1.0, 2.0, 4.0] {
             s.pause_model.add(t, 20.0 + t);
