@@ -266,6 +266,12 @@ fn tail_room(rate: f64, b: f64) -> f64 {
 /// default's peak before anything else ran.)
 const WAIT_HEADROOM: f64 = 1.25;
 
+/// How far past the intervals it was measured at the cadence may step in one go: a line fitted
+/// to pauses at about one interval says little of much longer ones, and the next collection
+/// measures the step. (On large-heap, a slope fitted near 0 from points at 22-25 requests
+/// made the cadence 204 and 609 requests: those collections paused 117-200 ms against 13-18 ms.)
+const STEP_OUT: f64 = 1.5;
+
 /// Below this share of needed collections that found a quiet window, they stop waiting.
 const WORTH_WAITING: f64 = 0.2;
 const PROBE_EVERY: u32 = 8;
@@ -293,6 +299,11 @@ impl PauseModel {
     fn mean_interval(&self) -> Option<f64> {
         let n = self.points.len();
         (n > 0).then(|| self.points.iter().map(|p| p.0).sum::<f64>() / n as f64)
+    }
+
+    /// The longest interval measured.
+    fn longest_interval(&self) -> Option<f64> {
+        self.points.iter().map(|p| p.0).reduce(f64::max)
     }
 
     /// `(a, b)` once three points exist; with one interval length only, all of the pause is
@@ -540,8 +551,9 @@ impl Scheduler {
     /// share, no cadence keeps the pauses out of the p99, and they are kept small instead: as
     /// often as the CPU budget allows (`cpu=`: `(a + b·w)` ms per `w / rate` s at most that
     /// share), or every `a / b` (pauses of `2a`) where the garbage alone takes more. Never so
-    /// often that the pause goes below the target (`pause=`). Until the model has three
-    /// points: 2 s of work or 400 requests.
+    /// often that the pause goes below the target (`pause=`), nor past [`STEP_OUT`] times the
+    /// longest interval measured. Until the model has three points: 2 s of work or 400
+    /// requests.
     pub fn cadence(&self, obs: &Observation) -> f64 {
         let (default, lo, hi) = if obs.traffic.is_some() {
             (400.0, 10.0, 100_000.0)
@@ -564,7 +576,11 @@ impl Scheduler {
                 } else {
                     a / b
                 };
-                w.max(small).clamp(lo, hi)
+                let reach = self
+                    .pause_model
+                    .longest_interval()
+                    .map_or(hi, |l| STEP_OUT * l);
+                w.max(small).min(reach).clamp(lo, hi)
             }
             // No growth seen over the intervals measured says nothing of ten times longer ones:
             // the cadence steps out to half again the mean interval measured, and each step is
@@ -575,7 +591,7 @@ impl Scheduler {
             Some(_) => self
                 .pause_model
                 .mean_interval()
-                .map_or(hi, |w| (1.5 * w).clamp(lo, hi)),
+                .map_or(hi, |w| (STEP_OUT * w).clamp(lo, hi)),
             None => default,
         }
     }
@@ -1809,6 +1825,16 @@ mod tests {
         assert_eq!(s.pause_model.fit().map(|f| f.1), Some(0.0));
         let c = s.cadence(&o);
         assert!((c - 0.63).abs() < 1e-9, "{c}");
+        // A little growth over about the same intervals (b = 1 ms/s) would put the cadence at
+        // 3.65 s, far past what was measured: it steps out to half again the longest instead.
+        let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
+        for (t, ms) in [(0.40, 15.0), (0.42, 15.02), (0.44, 15.04)] {
+            s.pause_model.add(t, ms);
+        }
+        let (a, b) = s.pause_model.fit().expect("fit");
+        assert!((b - 1.0).abs() < 1e-6 && (a - 14.6).abs() < 1e-6, "{a} {b}");
+        let c = s.cadence(&o);
+        assert!((c - 0.66).abs() < 1e-9, "{c}");
         // In requests, at ~200 req/s: a 10 ms pause delays 2 arrivals and ~1 in flight; with
         // 0.001 ms per request of garbage, every (2 + 1) / (0.005 - 0.0002) ≈ 625 requests
         // (the rate is measured over the last arrivals).
