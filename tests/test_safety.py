@@ -81,6 +81,50 @@ def test_many_forks_under_a_busy_sampler_never_deadlock():
     assert r.stdout.strip() == "0"
 
 
+def test_a_fork_never_lands_inside_the_agents_collection():
+    """CPython marks "a collection is under way" in one flag and `gc.collect()` does nothing
+    while it is set. A fork that lands while another thread is inside a collection (a finalizer
+    ran bytecode and let the forking thread have the interpreter) copies the flag set into the
+    child, whose collector is then dead for good: no automatic and no explicit collection ever
+    runs there. Plain CPython does this to any thread that collects; the agent collects from its
+    own thread, so it holds a fork until its collection ends. (It happened in CI: a gunicorn
+    worker forked during the master's timer collection never collected.)"""
+    r = run_python(
+        textwrap.dedent(
+            """
+            import gc, os, time, neurogc
+            class Slow:
+                # Garbage whose finalizer runs bytecode long enough to hand the interpreter over.
+                def __init__(self): self.me = self
+                def __del__(self):
+                    x = 0
+                    for i in range(2000):
+                        x += i
+            a = neurogc.start("periodic:10ms", interval=0.05)
+            dead = 0
+            for i in range(300):
+                for _ in range(50):
+                    Slow()
+                time.sleep(0.002)
+                pid = os.fork()
+                if pid == 0:
+                    a.stop()
+                    cycle = []
+                    cycle.append(cycle)
+                    del cycle
+                    os._exit(0 if gc.collect() > 0 else 7)
+                _, status = os.waitpid(pid, 0)
+                dead += os.waitstatus_to_exitcode(status) == 7
+            a.stop()
+            print(dead)
+            """
+        ),
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "0", f"{r.stdout.strip()} children of 300 could not collect"
+
+
 def test_interpreter_exit_never_hangs_even_mid_collection():
     # A big heap makes each periodic full collection long; exit lands during one, with
     # threads still feeding the agent. atexit stops the agent; the exit must be prompt.

@@ -206,10 +206,7 @@ def _freezes_before_fork(policy: str) -> bool:
     return not _PREFORK_OFF and policy.split(",")[0].split(":")[0] == "freeze"
 
 
-def _before_fork() -> None:
-    agent = _current
-    if agent is None or not agent.running or not _freezes_before_fork(agent.policy):
-        return
+def _freeze_before_fork() -> None:
     try:
         if gc.get_freeze_count() > PARKED_BY_CPYTHON:
             return  # frozen already (the policy's warm-up, or an earlier fork)
@@ -222,6 +219,26 @@ def _before_fork() -> None:
         log.warning("NeuroGC could not freeze before fork: %s", exc)
 
 
+def _before_fork() -> None:
+    agent = _current
+    if agent is None or not agent.running:
+        return
+    if _freezes_before_fork(agent.policy):
+        _freeze_before_fork()
+    # Last, right before the fork: a collection another thread is in (the agent's own, say)
+    # would be copied into the child unfinished, and its collector dead for good.
+    try:
+        agent._native.before_fork()
+    except Exception as exc:  # never break a fork over the agent
+        log.warning("NeuroGC could not hold its collections for a fork: %s", exc)
+
+
+def _after_fork_in_parent() -> None:
+    agent = _current
+    if agent is not None:
+        agent._native.after_fork_parent()
+
+
 def _after_fork_in_child() -> None:
     agent = _current
     if agent is None or not agent.running:
@@ -232,7 +249,9 @@ def _after_fork_in_child() -> None:
         log.warning("NeuroGC agent could not restart in fork child %d: %s", os.getpid(), exc)
 
 
-os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
+os.register_at_fork(
+    before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child
+)
 
 
 def _hand_children_their_own_files() -> None:

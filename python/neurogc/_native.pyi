@@ -55,6 +55,14 @@ class NativeAgent:
         """Stops the sampler and puts back what the policy changed in the collector, where it
         still reads as the policy left it. Idempotent."""
 
+    def before_fork(self) -> bool:
+        """Before a fork, in the forking thread: holds the agent's collections back and waits
+        (at most 2 s, the interpreter released) for a collection another thread is in to end;
+        ``False`` when it had not."""
+
+    def after_fork_parent(self) -> None:
+        """After a fork, in the parent: the agent's collections go on."""
+
     def after_fork_child(self) -> None:
         """In a fork child: starts a fresh sampler (pid-suffixed CSVs)."""
 

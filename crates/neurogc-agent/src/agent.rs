@@ -292,6 +292,18 @@ impl NativeAgent {
         }
     }
 
+    /// Called before `fork()` in the forking thread: holds the agent's collections back and
+    /// waits for a collection under way in another thread to end (see `fork`). False when it
+    /// had not ended in time.
+    fn before_fork(&self, py: Python<'_>) -> bool {
+        self.shared().fork_gate.before_fork(py)
+    }
+
+    /// Called after `fork()` in the parent.
+    fn after_fork_parent(&self) {
+        self.shared().fork_gate.after_fork_in_parent();
+    }
+
     /// Called in a fork child: the sampler thread did not survive `fork()`; start a fresh one.
     fn after_fork_child(&self, py: Python<'_>) -> PyResult<()> {
         if *lock(&self.state) != RunState::Running {
@@ -303,6 +315,18 @@ impl NativeAgent {
         }
         // What the parent's policy set is still set here; atomics, read without a lock.
         let parent = self.shared();
+        if parent.fork_gate.forked_mid_collection() {
+            crate::logging::warn(
+                py,
+                &format!(
+                    "fork child {}: the fork came while another thread of the parent was in a \
+                     garbage collection that did not end within {:?}; CPython's collector \
+                     cannot run in this process (its collection flag was copied set)",
+                    std::process::id(),
+                    crate::fork::MAX_WAIT
+                ),
+            );
+        }
         let fresh = Arc::new(Shared::default());
         fresh.applied.copy_from(&parent.applied);
         self.launch(py, fresh, self.paths(true))

@@ -11,9 +11,11 @@
 //! - no Python object is created while an agent lock is held (an allocation can start a collection,
 //!   whose callback takes the GC lock);
 //! - no agent lock is held across a call into `gc` (the callback runs on the calling thread);
-//! - a fork child starts from fresh state: locks a parent thread held at `fork()` are never touched.
+//! - a fork child starts from fresh state: locks a parent thread held at `fork()` are never touched;
+//! - a fork never lands inside a collection another thread is in ([`fork`]).
 
 mod agent;
+mod fork;
 mod logging;
 mod pygc;
 mod sampler;

@@ -46,6 +46,8 @@ impl<'py, 'a> PyGc<'py, 'a> {
 
 impl GcControl for PyGc<'_, '_> {
     fn collect(&mut self, generation: u8, intent: Intent) -> Result<u64, GcError> {
+        // Not while a fork is under way: the child would inherit the collection (see `fork`).
+        self.shared.fork_gate.wait_for_fork(self.py());
         // Attribute the callback's events to the policy; no lock is held during the collection.
         *lock(&self.shared.policy_intent) = Some(intent);
         self.shared.policy_collecting.store(true, Ordering::Relaxed);

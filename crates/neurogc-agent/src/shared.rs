@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
+use crate::fork::ForkGate;
 use neurogc_core::gcstats::{CollectionCause, GcEvent, GcTotals, GcWindow};
 use neurogc_core::latency::RequestWindow;
 use neurogc_core::overlap::GcEpochs;
@@ -109,6 +110,8 @@ pub struct Shared {
     /// Collections finished per generation since start: what a policy may know without the
     /// interpreter (`Observation::collections`).
     pub collections: [AtomicU64; 3],
+    /// Which thread is in a collection, and whether a fork is about to happen.
+    pub fork_gate: ForkGate,
     /// Set while the sampler runs a collection for the policy, so the callback can attribute it.
     pub policy_collecting: AtomicBool,
     /// Why the policy runs the collection under way (set with `policy_collecting`).
@@ -224,6 +227,7 @@ impl Shared {
     }
 
     pub fn gc_started(&self, generation: u8) {
+        self.fork_gate.collection_started();
         self.epochs.started(generation);
         let in_flight = self.serves_requests.load(Ordering::Relaxed).then(|| {
             u32::try_from(self.in_flight.load(Ordering::Relaxed).max(0)).unwrap_or(u32::MAX)
@@ -242,6 +246,7 @@ impl Shared {
 
     pub fn gc_stopped(&self, generation: u8, collected: u64, uncollectable: u64) {
         let stopped = Instant::now();
+        self.fork_gate.collection_stopped();
         self.epochs.stopped();
         if let Some(n) = self.collections.get(usize::from(generation)) {
             n.fetch_add(1, Ordering::Relaxed);
