@@ -125,6 +125,35 @@ def test_a_fork_never_lands_inside_the_agents_collection():
     assert r.stdout.strip() == "0", f"{r.stdout.strip()} children of 300 could not collect"
 
 
+def test_a_child_whose_agent_cannot_restart_gets_its_collector_back(tmp_path):
+    """`periodic` turns automatic collection off; a fork child whose agent cannot start (its CSV
+    cannot be opened) has no sampler to collect for it, so it gets CPython's settings back and
+    says it is not running, instead of never collecting."""
+    d = tmp_path / "d"
+    r = run_python(
+        textwrap.dedent(
+            f"""
+            import gc, os, neurogc
+            a = neurogc.start("periodic:1s", interval=0.05, csv={str(d / "samples.csv")!r})
+            assert not gc.isenabled()
+            os.rename({str(d)!r}, {str(tmp_path / "moved")!r})
+            open({str(d)!r}, "w").close()  # a file where the child's CSV folder would be
+            pid = os.fork()
+            if pid == 0:
+                ok = gc.isenabled() and neurogc.current() is None
+                os._exit(0 if ok else 3)
+            _, status = os.waitpid(pid, 0)
+            print(os.waitstatus_to_exitcode(status), gc.isenabled())
+            a.stop()
+            """
+        ),
+        timeout=30,
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["0", "False"], r.stdout + r.stderr
+    assert "could not restart in fork child" in r.stderr, r.stderr
+
+
 def test_interpreter_exit_never_hangs_even_mid_collection():
     # A big heap makes each periodic full collection long; exit lands during one, with
     # threads still feeding the agent. atexit stops the agent; the exit must be prompt.

@@ -225,8 +225,8 @@ def _before_fork() -> None:
         return
     if _freezes_before_fork(agent.policy):
         _freeze_before_fork()
-    # Last, right before the fork: a collection another thread is in (the agent's own, say)
-    # would be copied into the child unfinished, and its collector dead for good.
+    # After the freeze (the last of the agent's hooks): a collection another thread is in (the
+    # agent's own, say) would be copied into the child unfinished, its collector dead for good.
     try:
         agent._native.before_fork()
     except Exception as exc:  # never break a fork over the agent
@@ -240,6 +240,9 @@ def _after_fork_in_parent() -> None:
 
 
 def _after_fork_in_child() -> None:
+    global _lock
+    # Another thread may have held it at the fork (start() holds it while the policy starts).
+    _lock = threading.Lock()
     agent = _current
     if agent is None or not agent.running:
         return

@@ -320,16 +320,26 @@ impl NativeAgent {
                 py,
                 &format!(
                     "fork child {}: the fork came while another thread of the parent was in a \
-                     garbage collection that did not end within {:?}; CPython's collector \
-                     cannot run in this process (its collection flag was copied set)",
+                     garbage collection; CPython's collector cannot run in this process (its \
+                     collection flag was copied set)",
                     std::process::id(),
-                    crate::fork::MAX_WAIT
                 ),
             );
         }
         let fresh = Arc::new(Shared::default());
         fresh.applied.copy_from(&parent.applied);
-        self.launch(py, fresh, self.paths(true))
+        let launched = self.launch(py, fresh.clone(), self.paths(true));
+        if launched.is_err() {
+            // No sampler here: put back the collector's settings, or a policy that turned
+            // automatic collection off in the parent would leave this process never collecting.
+            let original = *lock(&self.original);
+            if let Some(original) = original {
+                let _ = crate::pygc::PyGc::new(py, &fresh)
+                    .and_then(|mut gc| original.restore(&mut gc, &fresh.applied));
+            }
+            *lock(&self.state) = RunState::Stopped;
+        }
+        launched
     }
 
     /// Counts a request in flight; returns the token `request_finished` takes to tell whether

@@ -8,13 +8,16 @@
 //! collects in one thread and forks in another; the agent collects in its own thread, so it must
 //! not make a forking service (gunicorn's master, a `multiprocessing` pool) do it. So, at a fork:
 //! - before it, the forking thread waits (detached) for a collection another thread is in to end,
-//!   at most [`MAX_WAIT`], and the agent starts no new collection until the fork is done;
-//! - in the child, a collection that was still under way elsewhere (the wait ran out) is said.
+//!   at most [`MAX_WAIT`], and the agent starts no collection of its own until the fork is done
+//!   (waiting at most as long);
+//! - in the child, a collection that was still under way elsewhere is said.
 //!
-//! Collections are seen through the `gc.callbacks` callback; another callback that runs bytecode
-//! before the agent's at the start, or after it at the end, still leaves a window.
+//! What is left is narrower, not closed: collections are seen through the `gc.callbacks`
+//! callback (another callback that runs bytecode before the agent's at the start, or after it at
+//! the end, leaves a window); the at-fork hooks registered before the agent's run after it, and
+//! an automatic collection another thread starts while they run is CPython's own case.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use pyo3::Python;
@@ -40,8 +43,8 @@ fn wait_until(deadline: Instant, done: impl Fn() -> bool) {
 pub struct ForkGate {
     /// The thread in a collection (0: none), set by the `gc.callbacks` callback.
     collecting: AtomicU64,
-    /// A fork is about to happen: start no collection.
-    fork_pending: AtomicBool,
+    /// Forks about to happen (threads may fork at once): start no collection.
+    forks_pending: AtomicU64,
 }
 
 impl ForkGate {
@@ -63,7 +66,7 @@ impl ForkGate {
     /// under way in another thread to end. False when it had not ended within [`MAX_WAIT`].
     /// (A collection in this thread, a fork from a finalizer, ends in the child too.)
     pub fn before_fork(&self, py: Python<'_>) -> bool {
-        self.fork_pending.store(true, Ordering::Release);
+        self.forks_pending.fetch_add(1, Ordering::AcqRel);
         let deadline = Instant::now() + MAX_WAIT;
         // Checked again with the interpreter back: another thread may have started a
         // collection while this one waited detached.
@@ -78,7 +81,9 @@ impl ForkGate {
 
     /// After `fork()`, in the parent (also when it failed).
     pub fn after_fork_in_parent(&self) {
-        self.fork_pending.store(false, Ordering::Release);
+        let _ = self
+            .forks_pending
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
     }
 
     /// In a fork child, on the parent's gate: a collection was under way in another thread at
@@ -89,9 +94,10 @@ impl ForkGate {
 
     /// Before the agent's own collection: waits, detached, for a fork under way to be done.
     pub fn wait_for_fork(&self, py: Python<'_>) {
-        if self.fork_pending.load(Ordering::Acquire) {
+        let pending = || self.forks_pending.load(Ordering::Acquire) > 0;
+        if pending() {
             let deadline = Instant::now() + MAX_WAIT;
-            py.detach(|| wait_until(deadline, || !self.fork_pending.load(Ordering::Acquire)));
+            py.detach(|| wait_until(deadline, || !pending()));
         }
     }
 }

@@ -12,7 +12,7 @@
 //!   whose callback takes the GC lock);
 //! - no agent lock is held across a call into `gc` (the callback runs on the calling thread);
 //! - a fork child starts from fresh state: locks a parent thread held at `fork()` are never touched;
-//! - a fork never lands inside a collection another thread is in ([`fork`]).
+//! - a fork waits for a collection another thread is in to end ([`fork`]).
 
 mod agent;
 mod fork;
