@@ -24,8 +24,9 @@
 //! either, whatever it gains (the scheduler keeps memory within a tenth of the live heap).
 //! A window lasts until it holds [`Window::MIN_FULL`] full and
 //! [`Window::MIN_YOUNG`] young collections, counted from the samples' GC statistics (or
-//! [`Window::MAX_SECONDS`] of samples: counts, not seconds, because a stopped or idle service
-//! makes no garbage).
+//! [`Window::MAX_SECONDS`] of samples with young collections, each counting at most
+//! [`Window::MAX_SAMPLE_SECONDS`]: counts, not seconds, because a stopped or idle service makes
+//! no garbage).
 
 /// How the scheduler sets threshold0 (`young=`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,6 +69,7 @@ impl Window {
     pub const MIN_FULL: u64 = 3;
     pub const MIN_YOUNG: u64 = 20;
     pub const MAX_SECONDS: f64 = 30.0;
+    pub const MAX_SAMPLE_SECONDS: f64 = 5.0;
 
     /// One sample's: its interval, the work done in it, its per-generation collection counts
     /// and pause sums, and the memory in use at its end.
@@ -92,7 +94,13 @@ impl Window {
     }
 
     fn merge(&mut self, w: &Window) {
-        self.seconds += w.seconds;
+        // Time without garbage says nothing: a sample without a young collection adds none, and
+        // one adds at most `MAX_SAMPLE_SECONDS` (a sample that spans a SIGSTOP or a stall is
+        // long: at large-heap's suite run one of 66 s, without a collection, closed a trial's
+        // window empty, and "0.00 ms" was kept as a gain).
+        if w.young_count > 0 {
+            self.seconds += w.seconds.min(Self::MAX_SAMPLE_SECONDS);
+        }
         self.work += w.work;
         self.young_count += w.young_count;
         self.young_ms += w.young_ms;
@@ -420,6 +428,33 @@ mod tests {
         let c = feed(&mut t, 3, 25, 0.4, 9.0, false);
         assert_eq!(c[0].threshold0, 700, "{c:?}");
         assert!(c[0].why.contains("0.40 ms against 0.10 ms"), "{c:?}");
+    }
+
+    #[test]
+    fn a_stopped_service_adds_no_time_to_a_window() {
+        let mut t = YoungTuner::new(700);
+        feed(&mut t, 3, 100, 0.1, 18.0, true);
+        let c = feed(&mut t, 3, 100, 0.1, 18.0, true);
+        assert_eq!(c[0].threshold0, 2800, "{c:?}");
+        // The trial's first sample spans a stop of 66 s without a collection: no judgement.
+        let stopped = Window {
+            seconds: 66.0,
+            work: 1.0,
+            ..Window::default()
+        };
+        assert_eq!(t.observe(stopped, true), None);
+        // Nor does one long sample with collections close it alone.
+        let stalled = Window {
+            seconds: 66.0,
+            work: 100.0,
+            young_count: 5,
+            young_ms: 2.0,
+            ..Window::default()
+        };
+        assert_eq!(t.observe(stalled, true), None);
+        // The trial is judged on its collections.
+        let c = feed(&mut t, 3, 25, 0.4, 9.0, true);
+        assert!(c[0].why.contains("2800 kept"), "{c:?}");
     }
 
     #[test]
