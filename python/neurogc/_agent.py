@@ -229,14 +229,22 @@ def _before_fork() -> None:
     # agent's own, say) would be copied into the child unfinished, its collector dead for good.
     try:
         agent._native.before_fork()
+        _forking.agent = agent  # this thread's fork, released by the same agent after it
     except Exception as exc:  # never break a fork over the agent
         log.warning("NeuroGC could not hold its collections for a fork: %s", exc)
 
 
+_forking = threading.local()
+
+
 def _after_fork_in_parent() -> None:
-    agent = _current
+    agent = getattr(_forking, "agent", None)
+    _forking.agent = None
     if agent is not None:
-        agent._native.after_fork_parent()
+        try:
+            agent._native.after_fork_parent()
+        except Exception as exc:
+            log.warning("NeuroGC could not release its collections after a fork: %s", exc)
 
 
 def _after_fork_in_child() -> None:
