@@ -131,8 +131,7 @@ impl NativeAgent {
         let started = match start_policy(py, &shared, policy.as_mut(), &reader) {
             Ok(actions) => actions,
             Err(e) => {
-                let _ = crate::pygc::PyGc::new(py, &shared)
-                    .and_then(|mut gc| original.restore(&mut gc, &shared.applied));
+                let _ = original.restore_in(py, &shared);
                 return Err(PyRuntimeError::new_err(format!(
                     "policy {:?} failed to start: {e}",
                     self.spec_text
@@ -334,8 +333,7 @@ impl NativeAgent {
             // automatic collection off in the parent would leave this process never collecting.
             let original = *lock(&self.original);
             if let Some(original) = original {
-                let _ = crate::pygc::PyGc::new(py, &fresh)
-                    .and_then(|mut gc| original.restore(&mut gc, &fresh.applied));
+                let _ = original.restore_in(py, &fresh);
             }
             *lock(&self.state) = RunState::Stopped;
         }

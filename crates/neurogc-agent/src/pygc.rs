@@ -167,6 +167,11 @@ impl OriginalGc {
         })
     }
 
+    /// Puts them back in `shared`'s interpreter, where the policy changed them (see `restore`).
+    pub fn restore_in(&self, py: Python<'_>, shared: &Shared) -> Result<(), GcError> {
+        PyGc::new(py, shared).and_then(|mut gc| self.restore(&mut gc, &shared.applied))
+    }
+
     pub fn restore(&self, gc: &mut dyn GcControl, applied: &Applied) -> Result<(), GcError> {
         if let Some(set) = applied.threshold() {
             if gc.threshold()? == set {

@@ -91,8 +91,7 @@ impl Sampler {
         }
         let failure = self.shared.failure();
         let restored = Python::try_attach(|py| {
-            let restore = PyGc::new(py, &self.shared)
-                .and_then(|mut gc| self.original.restore(&mut gc, &self.shared.applied));
+            let restore = self.original.restore_in(py, &self.shared);
             if let Some(reason) = &failure {
                 let mut message = format!(
                     "NeuroGC agent disabled after an internal failure ({reason}); the service keeps running with its original GC settings"
