@@ -159,6 +159,7 @@ impl NativeAgent {
             last_sample: now,
             actions,
             heap_free: neurogc_core::process::HeapFree::new(Duration::from_millis(200)),
+            stops: Default::default(),
         };
         let handle = std::thread::Builder::new()
             .name("neurogc-sampler".into())

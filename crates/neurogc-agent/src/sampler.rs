@@ -14,7 +14,7 @@ use neurogc_core::gcstats::GcWindow;
 use neurogc_core::policy::{Action, GcControl, Observation, Policy};
 use neurogc_core::process::{ProcessCounters, ProcessReader};
 use neurogc_core::sample::Sample;
-use neurogc_core::traffic::Traffic;
+use neurogc_core::traffic::{Stops, Traffic, STOP_GAP};
 use pyo3::prelude::*;
 
 use crate::logging;
@@ -49,6 +49,8 @@ pub struct Sampler {
     pub actions: Vec<Action>,
     /// What the allocator holds free, read at most every few hundred ms.
     pub heap_free: neurogc_core::process::HeapFree,
+    /// When the process was stopped, as the ticks found it: the arrivals are closed over them.
+    pub stops: Stops,
 }
 
 impl Sampler {
@@ -128,6 +130,7 @@ impl Sampler {
                 self.write_gc_events(&window);
                 return Ok(Interpreter::Alive);
             }
+            self.notice_a_stop(deadline);
             if self.shared.fault.load(Ordering::Relaxed) == FAULT_SAMPLER_PANIC {
                 panic!("injected sampler fault");
             }
@@ -139,6 +142,16 @@ impl Sampler {
             if interpreter == Interpreter::Gone {
                 return Ok(interpreter);
             }
+        }
+    }
+
+    /// A wake-up far past its deadline: the process did not run meanwhile.
+    fn notice_a_stop(&mut self, deadline: Instant) {
+        let late = Instant::now().saturating_duration_since(deadline);
+        if late > STOP_GAP {
+            let now = self.shared.origin.ns();
+            let late = u64::try_from(late.as_nanos()).unwrap_or(u64::MAX);
+            self.stops.record(now.saturating_sub(late), now);
         }
     }
 
@@ -166,10 +179,12 @@ impl Sampler {
         }
     }
 
-    /// Recent arrivals (empty where no middleware feeds requests).
+    /// Recent arrivals, closed over the stops (empty where no middleware feeds requests).
     fn arrivals(&self) -> Vec<u64> {
         if self.shared.serves_requests.load(Ordering::Relaxed) {
-            self.shared.arrivals.snapshot()
+            let mut arrivals = self.shared.arrivals.snapshot();
+            self.stops.close_over(&mut arrivals);
+            arrivals
         } else {
             Vec::new()
         }

@@ -62,6 +62,60 @@ impl ArrivalRing {
     }
 }
 
+/// A tick that wakes this much past its deadline found the process stopped (SIGSTOP, a paused
+/// VM, a starved core): no tick asks for less than 10 ms, nor waits more than 1 s.
+pub const STOP_GAP: Duration = Duration::from_millis(250);
+
+/// Stretches the process was stopped, on the arrivals' clock. A stopped process sees no traffic,
+/// and what queued meanwhile arrives when it resumes: a stop is not a quiet window. The arrival
+/// times are closed over the stops ([`Stops::close_over`]) so that the silence, the gaps and the
+/// rate are the running service's. (In the suite every server is stopped for a minute between
+/// its turns; counted as silence, the first tick after each resume saw a window certain to be
+/// quiet, collected into the arriving requests, and took it as evidence that quiet windows come.)
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Stops {
+    /// `(from, to)` ns, oldest first.
+    stretches: std::collections::VecDeque<(u64, u64)>,
+}
+
+impl Stops {
+    /// Stops remembered: the ring's arrivals span a few of them at most.
+    const KEEP: usize = 8;
+
+    /// Records that the process did not run from `from_ns` to `to_ns`.
+    pub fn record(&mut self, from_ns: u64, to_ns: u64) {
+        if to_ns <= from_ns {
+            return;
+        }
+        if self.stretches.len() == Self::KEEP {
+            self.stretches.pop_front();
+        }
+        self.stretches.push_back((from_ns, to_ns));
+    }
+
+    /// Moves the arrivals before each stop forward by the part of it that passed without one
+    /// (an arrival recorded after the resume, before the tick noticed it, bounds that part), so
+    /// they stay in order and the stop leaves no gap.
+    pub fn close_over(&self, arrivals: &mut [u64]) {
+        let shifts: Vec<(u64, u64)> = self
+            .stretches
+            .iter()
+            .map(|&(from, to)| {
+                let next = arrivals.iter().copied().find(|&t| t > from).unwrap_or(to);
+                (from, next.min(to) - from)
+            })
+            .collect();
+        for t in arrivals.iter_mut() {
+            let shift: u64 = shifts
+                .iter()
+                .filter(|&&(from, _)| *t <= from)
+                .map(|&(_, d)| d)
+                .sum();
+            *t += shift;
+        }
+    }
+}
+
 /// Arrivals the current rate is measured over.
 pub const RATE_ARRIVALS: usize = 64;
 
@@ -207,6 +261,46 @@ mod tests {
             ..after
         };
         assert_eq!(busy.quiet_chance(d), 0.0);
+    }
+
+    #[test]
+    fn a_stop_is_not_a_quiet_window() {
+        // Arrivals every 4 ms, then the process stopped for 60 s: the first look after the resume
+        // (2 ms after it, nothing arrived yet) sees 2 ms of silence plus the 1 ms before the stop,
+        // not a minute; the rate is the running service's.
+        let mut arrivals: Vec<u64> = (0..500).map(|i| i * 4 * MS).collect();
+        let last = *arrivals.last().unwrap();
+        let (from, to) = (last + MS, last + MS + 60_000 * MS);
+        let now = to + 2 * MS;
+        let open = Traffic {
+            in_flight: 0,
+            now_ns: now,
+            arrivals: &arrivals,
+            total: 0,
+        };
+        assert!(open.quiet_chance(Duration::from_millis(10)) > 0.9);
+        let mut stops = Stops::default();
+        stops.record(from, to);
+        let mut closed_arrivals = arrivals.clone();
+        stops.close_over(&mut closed_arrivals);
+        let closed = Traffic {
+            arrivals: &closed_arrivals,
+            ..open
+        };
+        assert_eq!(closed.silence(), Some(Duration::from_millis(3)));
+        assert!(closed.quiet_chance(Duration::from_millis(10)) < 0.1);
+        assert!((closed.rate() - 250.0).abs() < 5.0, "{}", closed.rate());
+        // An arrival after the resume, before the tick noticed the stop, stays where it is and
+        // the earlier ones close up to it, in order.
+        let mut with_one: Vec<u64> = vec![0, 4 * MS, 8 * MS, to - 5 * MS];
+        let mut stops = Stops::default();
+        stops.record(9 * MS, to);
+        stops.close_over(&mut with_one);
+        let shift = to - 5 * MS - 9 * MS;
+        assert_eq!(
+            with_one,
+            vec![shift, 4 * MS + shift, 8 * MS + shift, to - 5 * MS]
+        );
     }
 
     #[test]
