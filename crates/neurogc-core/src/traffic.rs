@@ -268,7 +268,7 @@ mod tests {
         // Arrivals every 4 ms, then the process stopped for 60 s: the first look after the resume
         // (2 ms after it, nothing arrived yet) sees 2 ms of silence plus the 1 ms before the stop,
         // not a minute; the rate is the running service's.
-        let mut arrivals: Vec<u64> = (0..500).map(|i| i * 4 * MS).collect();
+        let arrivals: Vec<u64> = (0..500).map(|i| i * 4 * MS).collect();
         let last = *arrivals.last().unwrap();
         let (from, to) = (last + MS, last + MS + 60_000 * MS);
         let now = to + 2 * MS;
