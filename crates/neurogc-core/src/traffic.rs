@@ -155,8 +155,9 @@ impl Traffic<'_> {
 
     /// The chance that nothing arrives in the next `pause` (and nothing is in flight now): the
     /// empirical survival of the recent gaps, conditioned on the silence so far, with one gap
-    /// as long as the whole history added so an unseen long gap is never impossible. Without
-    /// history (fewer than 8 gaps) it is the Poisson estimate at the recent rate.
+    /// as long as the whole history added so an unseen long gap is never impossible; past
+    /// every gap seen, `s / (s + pause)` for a silence `s`. Without history (fewer than 8 gaps)
+    /// it is the Poisson estimate at the recent rate.
     pub fn quiet_chance(&self, pause: Duration) -> f64 {
         if self.in_flight > 0 {
             return 0.0;
@@ -176,6 +177,14 @@ impl Traffic<'_> {
         let alive = survive(s);
         if alive == 0.0 {
             return 0.0;
+        }
+        if alive == 1.0 {
+            // A silence longer than every gap seen: the history says nothing of it, only the
+            // silence itself does. Having lasted `s`, it lasts another `d` with chance
+            // `s / (s + d)` (no arrival in `s` at an unknown rate). The pseudo-gap alone made it
+            // 1: a server resumed 10 ms before its load saw a window certain to be quiet for a
+            // 19.5 ms collection, which paused 89 ms into the arriving requests.
+            return s as f64 / (s + d) as f64;
         }
         (survive(s + d) / alive).clamp(0.0, 1.0)
     }
@@ -289,6 +298,19 @@ mod tests {
         };
         assert_eq!(closed.silence(), Some(Duration::from_millis(3)));
         assert!(closed.quiet_chance(Duration::from_millis(10)) < 0.1);
+        // 10 ms of silence, longer than any gap seen: only the silence itself is evidence.
+        let silent = Traffic {
+            now_ns: to + 9 * MS,
+            ..closed
+        };
+        let p = silent.quiet_chance(Duration::from_millis(20));
+        assert!((p - 10.0 / 30.0).abs() < 1e-9, "{p}");
+        // An idle second: a short collection is very likely free.
+        let idle = Traffic {
+            now_ns: to + 999 * MS,
+            ..closed
+        };
+        assert!(idle.quiet_chance(Duration::from_millis(5)) > 0.99);
         assert!((closed.rate() - 250.0).abs() < 5.0, "{}", closed.rate());
         // An arrival after the resume, before the tick noticed the stop, stays where it is and
         // the earlier ones close up to it, in order.

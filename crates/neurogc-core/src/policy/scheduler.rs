@@ -1314,10 +1314,11 @@ mod tests {
             .tick(&mut gc, &obs(1.0, 112, Some(busy)))
             .unwrap()
             .is_empty());
-        // Quiet: nothing in flight, and a silence far longer than any gap.
+        // Quiet: nothing in flight, and a silence far longer than any gap (0.9 s: it lasts
+        // another 50 ms with chance 0.9 / 0.95).
         let quiet = Traffic {
             in_flight: 0,
-            now_ns: 900_000_000,
+            now_ns: 1_400_000_000,
             arrivals: &arrivals,
             total: 100,
         };
