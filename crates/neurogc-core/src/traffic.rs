@@ -63,7 +63,7 @@ impl ArrivalRing {
 }
 
 /// A tick that wakes this much past its deadline found the process stopped (SIGSTOP, a paused
-/// VM, a starved core): no tick asks for less than 10 ms, nor waits more than 1 s.
+/// VM, a starved core): its timed wait otherwise ends within a few ms of the deadline.
 pub const STOP_GAP: Duration = Duration::from_millis(250);
 
 /// Stretches the process was stopped, on the arrivals' clock. A stopped process sees no traffic,
