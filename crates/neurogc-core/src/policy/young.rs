@@ -363,12 +363,19 @@ mod tests {
             .collect()
     }
 
+    /// A tuner at 700 that has just started its trial of 2800: a settling window and a measured
+    /// one, each of 100 young collections of 0.1 ms and one full one of `full_ms` a second.
+    fn trying_2800(full_ms: f64, in_use_mib: f64) -> YoungTuner {
+        let mut t = YoungTuner::new(700);
+        assert!(feed_in_use(&mut t, 3, 100, 0.1, full_ms, true, in_use_mib).is_empty());
+        let c = feed_in_use(&mut t, 3, 100, 0.1, full_ms, true, in_use_mib);
+        assert_eq!(c[0].threshold0, 2800, "{c:?}");
+        t
+    }
+
     #[test]
     fn a_trial_that_holds_more_memory_is_not_kept() {
-        let mut t = YoungTuner::new(700);
-        assert!(feed_in_use(&mut t, 3, 100, 0.1, 200.0, true, 100.0).is_empty());
-        let c = feed_in_use(&mut t, 3, 100, 0.1, 18.0, true, 100.0);
-        assert_eq!(c[0].threshold0, 2800, "{c:?}");
+        let mut t = trying_2800(18.0, 100.0);
         // Half the full pause, for 8 % more memory in use: back, and settled.
         // It ends at the first sample over: not at the end of its window.
         let c = feed_in_use(&mut t, 1, 25, 0.4, 9.0, true, 108.0);
@@ -380,9 +387,7 @@ mod tests {
         );
         assert!(t.settled());
         // 4 % more is within its share: kept.
-        let mut t = YoungTuner::new(700);
-        feed_in_use(&mut t, 3, 100, 0.1, 200.0, true, 100.0);
-        feed_in_use(&mut t, 3, 100, 0.1, 18.0, true, 100.0);
+        let mut t = trying_2800(18.0, 100.0);
         let c = feed_in_use(&mut t, 3, 25, 0.4, 9.0, true, 104.0);
         assert!(c[0].why.contains("2800 kept"), "{c:?}");
     }
@@ -453,10 +458,7 @@ mod tests {
 
     #[test]
     fn a_trial_already_slower_than_the_base_ends_at_once() {
-        let mut t = YoungTuner::new(700);
-        feed(&mut t, 3, 100, 0.1, 2.0, true);
-        let c = feed(&mut t, 3, 100, 0.1, 2.0, true);
-        assert_eq!(c[0].threshold0, 2800, "{c:?}");
+        let mut t = trying_2800(2.0, 0.0);
         // One sample: 25 young collections of 2.3 ms each, against a largest pause of 2 ms.
         let c = feed(&mut t, 1, 25, 2.3, 1.0, true);
         assert_eq!(c.len(), 1, "{c:?}");
@@ -468,9 +470,7 @@ mod tests {
         );
         assert!(t.settled());
         // Too few young collections to say: the window goes on.
-        let mut t = YoungTuner::new(700);
-        feed(&mut t, 3, 100, 0.1, 2.0, true);
-        feed(&mut t, 3, 100, 0.1, 2.0, true);
+        let mut t = trying_2800(2.0, 0.0);
         assert!(feed(&mut t, 1, 10, 2.3, 1.0, true).is_empty());
     }
 
