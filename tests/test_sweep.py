@@ -81,6 +81,20 @@ def test_sweep_of_the_micrograd_loop_writes_a_complete_report(tmp_path):
                                      "peak_rss_bytes"}, c  # fmt: skip
         p99 = c["medians"]["p99_ms"]
         assert 0 < p99["lower"] <= p99["estimate"] <= p99["upper"], c
+    # learned against every other configuration, round by round: what the bar's check reads.
+    pairs = summary["learned_against"]
+    assert [p["against"] for p in pairs] == DEFAULT_CONFIGS[:-1]
+    for pair in pairs:
+        assert pair["learned"] == "learned"
+        p99 = pair["metrics"]["p99_ms"]
+        assert 0 < p99["ratio"]["lower"] <= p99["ratio"]["estimate"] <= p99["ratio"]["upper"]
+        assert isinstance(p99["significant"], bool)
+    # The bench's table of the bar reads it (bench/sweep/summarize.py, over a folder of loops).
+    table = subprocess.run([sys.executable, str(REPO / "bench/sweep/summarize.py"), str(tmp_path)],
+                           capture_output=True, text=True, check=True).stdout  # fmt: skip
+    bars = [line for line in table.splitlines() if line.startswith("| p99 vs best fixed |")]
+    assert len(bars) == 1, table
+    assert bars[0].rstrip(" |").endswith(("n.s.", "significant")), bars[0]
 
 
 def test_step_function_makes_an_unchanged_script_a_training_loop(tmp_path):

@@ -251,10 +251,28 @@ pub struct Analysis {
     pub vs_baseline: Vec<Vec<Option<Comparison>>>,
     /// `vs_best[i]`: configuration `i` against the recommended one.
     pub vs_best: Vec<Vec<Option<Comparison>>>,
+    /// Each learned configuration against every other one, round by round: what a bar that
+    /// names another configuration (the best fixed one) is checked against.
+    pub learned_vs: Vec<LearnedAgainst>,
     pub recommendation: Recommendation,
     /// The RSS bound: a configuration qualifies when its peak RSS is at most this many times the
     /// baseline's.
     pub rss_bound: f64,
+}
+
+/// A learned configuration against another, per [`Metric::ALL`] entry.
+#[derive(Clone, Debug)]
+pub struct LearnedAgainst {
+    pub learned: usize,
+    pub against: usize,
+    pub by_metric: Vec<Option<Comparison>>,
+}
+
+impl LearnedAgainst {
+    pub fn get(&self, m: Metric) -> Option<&Comparison> {
+        let j = Metric::ALL.iter().position(|x| *x == m)?;
+        self.by_metric.get(j)?.as_ref()
+    }
 }
 
 /// Which configuration to use, and why.
@@ -295,11 +313,29 @@ impl Analysis {
         let vs_baseline = table(baseline)?;
         let recommendation = recommend(&configs, baseline, rss_bound, cfg)?;
         let vs_best = table(recommendation.best)?;
+        let mut learned_vs = Vec::new();
+        for (learned, c) in configs.iter().enumerate() {
+            if !is_learned(&c.name) {
+                continue;
+            }
+            for against in (0..configs.len()).filter(|&j| j != learned) {
+                let by_metric = Metric::ALL
+                    .iter()
+                    .map(|&m| compare(&configs[against], c, m, cfg))
+                    .collect::<Result<_>>()?;
+                learned_vs.push(LearnedAgainst {
+                    learned,
+                    against,
+                    by_metric,
+                });
+            }
+        }
         Ok(Analysis {
             configs,
             baseline,
             vs_baseline,
             vs_best,
+            learned_vs,
             recommendation,
             rss_bound,
         })
@@ -710,6 +746,26 @@ mod tests {
         // p99 against the baseline: every one lower and significant over 5 rounds
         let c = a.vs_baseline(2, Metric::P99).unwrap();
         assert!(c.is_significant() && c.direction() == Direction::Lower);
+        // The learned policy against each of the others round by round, in summary.json: a
+        // bar may name one that is neither the baseline nor the recommendation.
+        let s = crate::report::summary(&a);
+        let against: Vec<&str> = s
+            .learned_against
+            .iter()
+            .map(|p| p.against.as_str())
+            .collect();
+        assert_eq!(against, ["default", "disable", "every:10,gen=1"]);
+        let p99 = &s.learned_against[1].metrics["p99_ms"];
+        // 31.02 ms (the 99th percentile of nine 11s and a 33) over 9 ms, every round.
+        assert!(
+            (p99.ratio.estimate - 31.02 / 9.0).abs() < 1e-6,
+            "{}",
+            p99.ratio.estimate
+        );
+        assert!(p99.significant);
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["learned_against"][1]["learned"], "learned");
+        assert!(json["learned_against"][1]["metrics"]["mean_ms"]["ratio"]["upper"].is_number());
     }
 
     #[test]

@@ -28,6 +28,25 @@ pub struct Summary {
     pub best: String,
     pub rss_bound: f64,
     pub configs: Vec<ConfigSummary>,
+    /// Each learned configuration against every other one, round by round.
+    pub learned_against: Vec<PairedSummary>,
+}
+
+/// A learned configuration against another, round by round: per metric key, the median of the
+/// per-round ratios (learned / other) with its 95 % interval, the paired test's p-value, and
+/// whether the difference is significant (p < 0.05 and the interval excludes 1).
+#[derive(serde::Serialize)]
+pub struct PairedSummary {
+    pub learned: String,
+    pub against: String,
+    pub metrics: std::collections::BTreeMap<&'static str, PairedMetric>,
+}
+
+#[derive(serde::Serialize)]
+pub struct PairedMetric {
+    pub ratio: Interval,
+    pub p: Option<f64>,
+    pub significant: bool,
 }
 
 #[derive(serde::Serialize)]
@@ -46,6 +65,16 @@ pub struct Interval {
     pub upper: f64,
 }
 
+impl From<&ConfidenceInterval> for Interval {
+    fn from(ci: &ConfidenceInterval) -> Self {
+        Interval {
+            estimate: ci.estimate,
+            lower: ci.lower,
+            upper: ci.upper,
+        }
+    }
+}
+
 pub fn summary(a: &Analysis) -> Summary {
     let configs = a
         .configs
@@ -55,15 +84,27 @@ pub fn summary(a: &Analysis) -> Summary {
             runs: c.runs.len(),
             medians: Metric::ALL
                 .iter()
+                .filter_map(|&m| Some((m.key(), Interval::from(c.interval(m)?))))
+                .collect(),
+        })
+        .collect();
+    let learned_against = a
+        .learned_vs
+        .iter()
+        .map(|pair| PairedSummary {
+            learned: a.name(pair.learned).to_string(),
+            against: a.name(pair.against).to_string(),
+            metrics: Metric::ALL
+                .iter()
                 .filter_map(|&m| {
-                    let ci = c.interval(m)?;
-                    let (estimate, lower, upper) = (ci.estimate, ci.lower, ci.upper);
+                    let c = pair.get(m)?;
+                    let r = c.ratio?;
                     Some((
                         m.key(),
-                        Interval {
-                            estimate,
-                            lower,
-                            upper,
+                        PairedMetric {
+                            ratio: Interval::from(&r),
+                            p: c.p_value(),
+                            significant: c.is_significant(),
                         },
                     ))
                 })
@@ -75,6 +116,7 @@ pub fn summary(a: &Analysis) -> Summary {
         best: a.configs[a.recommendation.best].name.clone(),
         rss_bound: a.rss_bound,
         configs,
+        learned_against,
     }
 }
 
