@@ -17,7 +17,8 @@
 //! <out>/
 //!   sweep.json                 what ran (execute::SweepRecord)
 //!   README.md, step-time.png   the report
-//!   summary.json               the medians and the recommendation (report::Summary)
+//!   summary.json               the medians, the recommendation and learned against every
+//!                              other configuration round by round (report::Summary)
 //!   runs/NN-<config>-rR/       one process: steps.csv, steps.json, output.log
 //! ```
 
