@@ -90,7 +90,7 @@ def loop_section(name: str, summary: dict) -> tuple[list[str], list[bool]]:
     passed = []
     for what, key, against, limit in BARS:
         ref_name = best_fixed if against == "best fixed" else "default"
-        ref = fixed[best_fixed] if against == "best fixed" else configs["default"]
+        ref = configs[ref_name]
         if key not in learned or key not in ref:
             out.append(f"| {what} | – | – | – | ≤ {limit:.2f} | not measured | – |")
             continue

@@ -270,9 +270,14 @@ pub struct LearnedAgainst {
 
 impl LearnedAgainst {
     pub fn get(&self, m: Metric) -> Option<&Comparison> {
-        let j = Metric::ALL.iter().position(|x| *x == m)?;
-        self.by_metric.get(j)?.as_ref()
+        of_metric(&self.by_metric, m)
     }
+}
+
+/// The comparison on `m` in a row of them, one per [`Metric::ALL`] entry.
+fn of_metric(row: &[Option<Comparison>], m: Metric) -> Option<&Comparison> {
+    let j = Metric::ALL.iter().position(|x| *x == m)?;
+    row.get(j)?.as_ref()
 }
 
 /// Which configuration to use, and why.
@@ -299,16 +304,15 @@ impl Analysis {
             .iter()
             .position(|c| c.name == "default")
             .unwrap_or(0);
-        let table = |against: usize| -> Result<Vec<Vec<Option<Comparison>>>> {
-            configs
+        // One comparison per metric of `cand` against `against`.
+        let row = |against: usize, cand: &ConfigStats| -> Result<Vec<Option<Comparison>>> {
+            Metric::ALL
                 .iter()
-                .map(|c| {
-                    Metric::ALL
-                        .iter()
-                        .map(|&m| compare(&configs[against], c, m, cfg))
-                        .collect()
-                })
+                .map(|&m| compare(&configs[against], cand, m, cfg))
                 .collect()
+        };
+        let table = |against: usize| -> Result<Vec<Vec<Option<Comparison>>>> {
+            configs.iter().map(|c| row(against, c)).collect()
         };
         let vs_baseline = table(baseline)?;
         let recommendation = recommend(&configs, baseline, rss_bound, cfg)?;
@@ -319,14 +323,10 @@ impl Analysis {
                 continue;
             }
             for against in (0..configs.len()).filter(|&j| j != learned) {
-                let by_metric = Metric::ALL
-                    .iter()
-                    .map(|&m| compare(&configs[against], c, m, cfg))
-                    .collect::<Result<_>>()?;
                 learned_vs.push(LearnedAgainst {
                     learned,
                     against,
-                    by_metric,
+                    by_metric: row(against, c)?,
                 });
             }
         }
@@ -346,8 +346,7 @@ impl Analysis {
     }
 
     fn cell(table: &[Vec<Option<Comparison>>], i: usize, m: Metric) -> Option<&Comparison> {
-        let j = Metric::ALL.iter().position(|x| *x == m)?;
-        table.get(i)?.get(j)?.as_ref()
+        of_metric(table.get(i)?, m)
     }
 
     pub fn vs_baseline(&self, i: usize, m: Metric) -> Option<&Comparison> {
