@@ -292,6 +292,8 @@ pub(crate) mod testing {
         pub frozen: Option<u64>,
         /// Why each collection ran.
         pub triggers: Vec<Trigger>,
+        /// Times free memory was handed back to the system.
+        pub released: usize,
     }
 
     impl Default for RecordingGc {
@@ -306,6 +308,7 @@ pub(crate) mod testing {
                 freed: 0,
                 frozen: None,
                 triggers: Vec::new(),
+                released: 0,
             }
         }
     }
@@ -325,6 +328,9 @@ pub(crate) mod testing {
         }
         fn rss_bytes(&mut self) -> Option<u64> {
             self.rss
+        }
+        fn release_free_memory(&mut self) {
+            self.released += 1;
         }
         fn is_enabled(&mut self) -> Result<bool, GcError> {
             Ok(self.enabled)

@@ -23,10 +23,10 @@
 //!
 //! Pause costs are learned from its own collections (timed around each call, kept per kind:
 //! full, full after a freeze, re-freeze). A memory guard sits under every decision: RSS above
-//! the budget is collected at once, a frozen heap is unfrozen if that is what it takes, and a
-//! budget live memory exceeds is reported, never raised; while memory stays above it the guard
-//! collects at most once a second (and not more than 5 % of the time), so it never starves the
-//! service. On a collector it cannot control
+//! the budget is collected at once (the unfrozen part, then at the next turn the whole heap,
+//! unfreezing, if that left RSS above it), and a budget live memory exceeds is reported, never
+//! raised; while memory stays above it after a collection of the whole heap, the guard collects
+//! at most once a second (and not more than 5 % of the time), so it never starves the service. On a collector it cannot control
 //! safely (3.14.0–3.14.4's incremental one, free-threaded builds) it observes only, and says so.
 
 use std::time::Duration;
@@ -138,6 +138,15 @@ impl Plan {
     }
 }
 
+/// A collection the guard ran.
+#[derive(Clone, Copy, Debug)]
+struct GuardTurn {
+    at: Duration,
+    /// It scanned the whole heap (nothing frozen, or a re-freeze); otherwise the frozen part,
+    /// which may hold the garbage, is still to come.
+    whole_heap: bool,
+}
+
 /// The policy.
 pub struct Scheduler {
     spec: String,
@@ -177,8 +186,8 @@ pub struct Scheduler {
     frozen_at: Duration,
     /// When the policy was last asked (ticks are counted from it).
     asked: Duration,
-    /// When the guard last collected.
-    guard_fired: Option<Duration>,
+    /// The guard's last collection.
+    guard_fired: Option<GuardTurn>,
     /// How often a needed collection found its quiet window before the wait ran out (1) or
     /// not (0), recent ones weighing most: where they seldom do, waiting only grows the pause.
     quiet_found: Estimate,
@@ -620,10 +629,14 @@ impl Scheduler {
                 }
             }
         }
-        // While memory stays above the budget, the guard collects at most once a second and
-        // spends at most 5 % of the time paused.
+        // While memory stays above the budget after the guard collected the whole heap, the guard
+        // collects at most once a second and spends at most 5 % of the time paused. (Counted from
+        // its own collections: the opportunistic ones of the unfrozen part, every second or so,
+        // held it back for 2 s on cycle-leak while RSS passed the budget by 10 %.)
         let pace = secs((self.pause_full.or(self.prior_full_ms()) / 1e3 * 20.0).max(1.0));
-        let guard_ready = obs.elapsed >= self.last_full + pace || self.guard_fired.is_none();
+        let guard_ready = self
+            .guard_fired
+            .is_none_or(|g| !g.whole_heap || obs.elapsed >= g.at + pace);
         if let Some(rss) = rss.filter(|&r| r > self.budget && guard_ready) {
             let why = format!(
                 "guard: rss {} MiB > budget {} MiB",
@@ -631,11 +644,11 @@ impl Scheduler {
                 self.budget >> 20
             );
             // A frozen heap's garbage can only go by unfreezing: when a collection right before
-            // did not bring RSS under the budget, the guard re-freezes.
+            // did not bring RSS under the budget, the guard re-freezes. (Which collection this
+            // is, is recorded when it runs: `ready` asks too, without the interpreter.)
             let collected_recently = self
                 .guard_fired
-                .is_some_and(|t| obs.elapsed < t + pace + Duration::from_millis(500));
-            self.guard_fired = Some(obs.elapsed);
+                .is_some_and(|g| obs.elapsed < g.at + pace + Duration::from_millis(500));
             return Some(if self.frozen && collected_recently {
                 Plan::Refreeze {
                     why,
@@ -850,9 +863,16 @@ impl Scheduler {
     /// wall clock would also count a stopped or descheduled process); returns (objects
     /// collected, pause ms).
     fn timed_collect(gc: &mut dyn GcControl, intent: Intent) -> Result<(u64, f64), GcError> {
+        let guard = intent.trigger == Trigger::Guard;
         let t = gc.cpu_ms();
         let n = gc.collect(2, intent)?;
-        Ok((n, (gc.cpu_ms() - t).max(0.0)))
+        let ms = (gc.cpu_ms() - t).max(0.0);
+        if guard {
+            // What the collection freed goes back to the system, so that RSS, which the
+            // budget is in, shows it (glibc keeps freed memory otherwise).
+            gc.release_free_memory();
+        }
+        Ok((n, ms))
     }
 
     fn carry_out(
@@ -877,17 +897,18 @@ impl Scheduler {
         let expected = freed.map_or(String::new(), |n| format!(", to free ~{n:.0} objects"));
         let context =
             format!("{moment}; {in_flight} in flight; predicted pause {predicted:.1} ms{expected}");
+        if plan.trigger() == Trigger::Guard {
+            self.guard_fired = Some(GuardTurn {
+                at: obs.elapsed,
+                whole_heap: !self.frozen || matches!(plan, Plan::Refreeze { .. }),
+            });
+        }
         let mut actions = Vec::new();
         match plan {
             Plan::Collect { why, trigger } => {
                 let (n, ms) = Self::timed_collect(gc, intent)?;
                 if trigger == Trigger::Growth {
                     self.growth_freed_little = self.frozen && n < GROWTH_FREED_LITTLE;
-                }
-                if trigger == Trigger::Guard {
-                    // What the collection freed goes back to the system, so that RSS, which the
-                    // budget is in, shows it (glibc keeps freed memory otherwise).
-                    gc.release_free_memory();
                 }
                 // Over enough work to be a rate (a guard collection right after another is not).
                 let since = Self::work(obs) - self.last_full_work;
@@ -1110,7 +1131,7 @@ impl Scheduler {
         let rss = obs.rss_bytes?;
         let just_collected = self
             .guard_fired
-            .is_some_and(|t| obs.elapsed < t + Duration::from_millis(300));
+            .is_some_and(|g| g.whole_heap && obs.elapsed < g.at + Duration::from_millis(300));
         if just_collected && rss > self.budget && !self.over_budget_said {
             self.over_budget_said = true;
             return Some(Action::warning(
@@ -1570,11 +1591,30 @@ mod tests {
         let (mut s, mut gc) = started(cfg);
         s.tick(&mut gc, &obs(0.1, 100, None)).unwrap();
         assert!(s.frozen);
-        let a = s.tick(&mut gc, &obs(1.0, 250, None)).unwrap();
+        // The agent asks `ready` first, without the interpreter: asking does not spend the
+        // guard's turn (it did, and the guard then waited for the pace while RSS passed the
+        // budget by 10 % on cycle-leak).
+        let over = obs(1.0, 250, None);
+        assert!(s.ready(&over));
+        let a = s.tick(&mut gc, &over).unwrap();
         assert!(a[0].action.starts_with("collect(2)"), "{a:?}");
-        // Collecting left it above the budget: the next guard turn (a second later) unfreezes.
-        let a = s.tick(&mut gc, &obs(2.1, 250, None)).unwrap();
+        assert_eq!(gc.triggers, [Trigger::Freeze, Trigger::Guard]);
+        // Collecting the unfrozen part left it above the budget: the next turn unfreezes, at
+        // once, not after the pace that holds back collections of live memory.
+        let a = s.tick(&mut gc, &obs(1.05, 250, None)).unwrap();
         assert!(refroze(&a), "{a:?}");
+        // Both handed what they freed back to the system before RSS was read again.
+        assert_eq!(gc.released, 2);
+        // Still above after a collection of the whole heap: live memory, reported once, and
+        // the guard waits for its pace.
+        let a = s.tick(&mut gc, &obs(1.1, 250, None)).unwrap();
+        assert!(a.iter().any(|x| x.action == "over budget"), "{a:?}");
+        let guard = |gc: &RecordingGc| gc.triggers.iter().filter(|&&t| t == Trigger::Guard).count();
+        assert_eq!(guard(&gc), 2);
+        s.tick(&mut gc, &obs(1.5, 250, None)).unwrap();
+        assert_eq!(guard(&gc), 2);
+        s.tick(&mut gc, &obs(2.1, 250, None)).unwrap();
+        assert_eq!(guard(&gc), 3);
     }
 
     #[test]
