@@ -190,6 +190,14 @@ def test_learned_runs_full_collections_when_graphs_die_old(tmp_path):
     assert "promoted since the last" in full[0]["reason"]
     assert int(full[0]["boundary_collected"]) > 1000
     assert result["gc"]["boundary_collections"][2] == len(full)
+    # That one freed what the young collection had promoted: the old generation is transient,
+    # and from the next boundary on a full collection at each one frees one step's graph (about
+    # the young count then), where a young one would only promote it to die old.
+    after = rows[rows.index(full[0]) + 1 :]
+    assert len(after) >= 12
+    assert all("full: every step" in r["reason"] for r in after), [r["reason"] for r in after]
+    for r in after:
+        assert 0.8 <= int(r["boundary_collected"]) / int(r["gc_count0"]) <= 1.2, r
 
 
 def test_learned_spreads_a_frequent_young_cadence_over_every_step(tmp_path):
