@@ -26,8 +26,9 @@
 //! the budget is collected at once (the unfrozen part, then at the next turn the whole heap,
 //! unfreezing, if that left RSS above it), and a budget live memory exceeds is reported, never
 //! raised; while memory stays above it after a collection of the whole heap, the guard collects
-//! at most once a second (and not more than 5 % of the time), so it never starves the service. On a collector it cannot control
-//! safely (3.14.0–3.14.4's incremental one, free-threaded builds) it observes only, and says so.
+//! at most once a second (and not more than 5 % of the time), so it never starves the service.
+//! On a collector it cannot control safely (3.14.0–3.14.4's incremental one, free-threaded
+//! builds) it observes only, and says so.
 
 use std::time::Duration;
 
