@@ -110,6 +110,17 @@ def test_its_own_cost_stays_under_one_percent_of_a_core(tmp_path):
     assert used < 0.03, f"{used:.3f} s of CPU in 3 s idle (over 1 % of a core)"
 
 
+def within_a_turn(event: dict, start: float, end: float, turn_s: float) -> bool:
+    """Whether a collection in gc-events.csv ran within one of the measurement's turns. Servers
+    taking turns are stopped (SIGSTOP) between them, and a collection the stop catches lasts until
+    the server's next turn on the wall clock (CI: 4,011 ms for a quiet collection begun as its turn
+    ended, the load gone to the other server), though no request waits for it."""
+    ended = float(event["time"])
+    began = ended - float(event["pause_ms"]) / 1e3
+    switches = (start + turn_s * k for k in range(int((end - start) / turn_s) + 2))
+    return began >= start and not any(began - 0.05 <= s <= ended + 0.05 for s in switches)
+
+
 @pytest.mark.slow
 def test_on_a_large_heap_it_beats_the_default_p99(tmp_path):
     runs = tmp_path / "runs"
@@ -127,6 +138,7 @@ def test_on_a_large_heap_it_beats_the_default_p99(tmp_path):
     (run,) = list(runs.iterdir())
     turns, pooled, longest = {}, {}, {}
     for t in json.loads((run / "run.json").read_text())["trials"]:
+        info = json.loads((run / t["dir"] / "trial.json").read_text())
         # The longest full collection: CPython's under default; neurogc's own after its freeze.
         longest[t["label"]] = max(
             float(e["pause_ms"])
@@ -134,6 +146,7 @@ def test_on_a_large_heap_it_beats_the_default_p99(tmp_path):
             if e["generation"] == "2"
             and e["reason"] == ("runtime" if t["label"] == "default" else "policy")
             and e["trigger"] != "freeze"
+            and within_a_turn(e, info["measure_start"], info["measure_end"], 4.0)
         )
         lines = [json.loads(x) for x in (run / t["dir"] / "load.jsonl").read_text().splitlines()]
         turns[t["label"]] = [x["p99_ms"] for x in lines if x["type"] == "turn"]
