@@ -113,8 +113,9 @@ def test_its_own_cost_stays_under_one_percent_of_a_core(tmp_path):
 def within_a_turn(event: dict, start: float, end: float, turn_s: float) -> bool:
     """Whether a collection in gc-events.csv ran within one of the measurement's turns. Servers
     taking turns are stopped (SIGSTOP) between them, and a collection the stop catches lasts until
-    the server's next turn on the wall clock (a bare clone's run: 4,011 ms for a quiet collection begun 12 ms
-    after its turn ended, the load gone to the other server), though no request waits for it."""
+    the server's next turn on the wall clock (a bare clone's run: 4,011 ms for a quiet collection
+    begun 12 ms after its turn ended, the load gone to the other server), though no request waits
+    for it."""
     began = float(event["time"])  # its start
     ended = began + float(event["pause_ms"]) / 1e3
     switches = (start + turn_s * k for k in range(int((end - start) / turn_s) + 2))
