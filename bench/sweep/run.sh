@@ -7,7 +7,9 @@
 # torch_cnn needs PyTorch, which `make setup` does not install: it goes into its own virtualenv
 # (.venv-torch) here; where it cannot be installed, RESULTS.md says so.
 # Each loop's sweep report stays beside RESULTS.md (bench/sweep/<loop>/README.md, step-time.png,
-# summary.json, sweep.json); the per-run step records stay local (bench/sweep/.gitignore).
+# summary.json, sweep.json, and RUN.md: the command, commit and time it ran at); the per-run step
+# records stay local (bench/sweep/.gitignore). `LOOPS="many_nets:300"` sweeps some loops again:
+# RESULTS.md then shows each loop's own commit.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 NEUROGC=${NEUROGC:-target/release/neurogc}
@@ -46,15 +48,17 @@ for spec in $LOOPS; do
   "$NEUROGC" sweep --repeats "$REPEATS" --out "bench/sweep/$loop.tmp" -- \
     "$py" -m neurogc.loops "$loop" --steps "$steps"
   rm -rf "bench/sweep/$loop" && mv "bench/sweep/$loop.tmp" "bench/sweep/$loop"
-  echo "- $loop: \`$py -m neurogc.loops $loop --steps $steps\`, $REPEATS rounds" >>"$notes"
+  echo "- $loop: \`$py -m neurogc.loops $loop --steps $steps\`, $REPEATS rounds, at $commit," \
+    "$(date -u '+%Y-%m-%d %H:%M UTC'); other work on the machine at the start: $others" \
+    >"bench/sweep/$loop/RUN.md"
 done
 {
   echo "<!-- written by bench/sweep/run.sh; do not edit -->"
   echo
   echo "# Training loops: the step policies swept, and the learned one against the bar"
   echo
-  echo "- Command: \`bench/sweep/run.sh\` (\`make bench-sweep\`) · commit $commit · $(date -u '+%Y-%m-%d %H:%M UTC')"
-  echo "- Other work on the machine at the start: $others"
+  echo "- Command: \`bench/sweep/run.sh\` (\`make bench-sweep\`). Each loop as last swept:"
+  cat bench/sweep/*/RUN.md
   cat "$notes"
   echo
   "$PYTHON" bench/sweep/summarize.py bench/sweep
