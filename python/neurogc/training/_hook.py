@@ -260,9 +260,9 @@ class _Learned(_Brain):
     every boundary the step mean was 1.08x the default's, at every other boundary 0.63x, in two
     sweeps of five rounds, bench/sweep at 05331f2 and 1db6be6; before, a young collection
     promoting one step's graph and a full one freeing two alternated with a boundary without a
-    collection). The old objects that live on
-    are at most as many as those it frees, so re-scanning them costs at most what freeing costs;
-    where more live on, the share falls below half and the rules above apply again.
+    collection). The old objects that live on are at most as many as those it frees, so
+    re-scanning them costs at most what freeing costs; where more live on, the share falls below
+    half and the rules above apply again.
     """
 
     ALPHA = 0.3
