@@ -133,13 +133,16 @@ lint: setup
 # The test-release profile (Cargo.toml): optimised (the trainer's tests train models fast), not
 # link-time optimised. Examples are not linked here (clippy --all-targets in `lint` compiles
 # them); --tests takes every target with tests (libraries, binaries, tests/), not the fuzzkit.
+# Setup builds with the same command what test-rust then runs.
+CARGO_TEST := $(CARGO) test --profile test-release -q --workspace --exclude neurogc-agent
+
 $(TEST_BINS_STAMP): $(RUST_SOURCES) $(WEB_SOURCES) $(NPM_STAMP)
-	$(CARGO) test --profile test-release -q --workspace --exclude neurogc-agent --tests --no-run
+	$(CARGO_TEST) --tests --no-run
 	@touch $@
 
 test-rust: $(NPM_STAMP)
-	$(CARGO) test --profile test-release -q --workspace --exclude neurogc-agent --tests
-	$(CARGO) test --profile test-release -q --workspace --exclude neurogc-agent --doc
+	$(CARGO_TEST) --tests
+	$(CARGO_TEST) --doc
 
 test-python: setup
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m pytest -q -m "not slow" tests
