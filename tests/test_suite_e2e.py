@@ -102,9 +102,8 @@ def test_rate_auto_finds_the_same_capacity_with_long_pauses_as_with_gc_off(tmp_p
     GC-off service time), so its capacity really is lower (CI: 100 against 130 req/s). Nor a
     pause every 3 s: its queue does not drain between pauses, which costs more than the pauses'
     9 % (CI: 110 against 140 req/s)."""
-    found = {}
-    for policy in ("gc-off", "periodic:5"):
-        runs = tmp_path / policy.replace(":", "-")
+    def search(policy: str, attempt: int) -> float:
+        runs = tmp_path / f"{policy.replace(':', '-')}-{attempt}"
         out = neurogc(
             "bench", "--workload", "large-heap", "--policy", "default", "--rate", "auto",
             "--rate-policy", policy, "--rate-start", "40", "--probe-time", "5s",
@@ -113,17 +112,29 @@ def test_rate_auto_finds_the_same_capacity_with_long_pauses_as_with_gc_off(tmp_p
         )  # fmt: skip
         assert out.returncode == 0, out.stderr
         (run,) = [d for d in runs.iterdir() if d.is_dir()]
-        search = json.loads((run / "rate-search.json").read_text())
-        found[policy] = search["sustainable_rps"]
+        found = json.loads((run / "rate-search.json").read_text())
         if policy != "gc-off":
             # Its probes did see long pauses, and were not judged by them.
             (events,) = (run / "rate-search").glob("periodic*/gc-events.csv")
             gc = events.read_text().splitlines()
             full = [float(r.split(",")[2]) for r in gc[1:] if r.split(",")[1] == "2"]
             long_pauses = [ms for ms in full if ms > 100]
-            (probed,) = [p for p in search["policies"] if p["label"] == policy]
+            (probed,) = [p for p in found["policies"] if p["label"] == policy]
             assert len(long_pauses) >= len(probed["probes"]) // 2, (full, probed)
-    assert 0.8 * found["gc-off"] <= found["periodic:5"] <= 1.2 * found["gc-off"], found
+        return found["sustainable_rps"]
+
+    def within(found: dict[str, list[float]]) -> bool:
+        gc_off, periodic = max(found["gc-off"]), max(found["periodic:5"])
+        return 0.8 * gc_off <= periodic <= 1.2 * gc_off
+
+    found = {policy: [search(policy, 1)] for policy in ("gc-off", "periodic:5")}
+    if not within(found):
+        # A busy machine only ever lowers what a search finds (CI once found 87 req/s with GC
+        # off, then 160 under periodic:5): the lower one searches again, and each policy counts
+        # its best search.
+        lower = min(found, key=lambda policy: max(found[policy]))
+        found[lower].append(search(lower, 2))
+    assert within(found), found
 
 
 @pytest.mark.slow

@@ -22,6 +22,8 @@ DEFAULT_CONFIGS = [
     "freeze:10",
     "learned",
 ]
+AA = "default (A/A)"  # --aa: default once more each round, under its own name
+SWEPT = [*DEFAULT_CONFIGS, AA]
 
 
 def sweep(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -32,25 +34,27 @@ def sweep(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
 
 def test_sweep_of_the_micrograd_loop_writes_a_complete_report(tmp_path):
     out = tmp_path / "sweep"
-    r = sweep("--repeats", "2", "--out", str(out), "--",
+    r = sweep("--repeats", "2", "--aa", "--out", str(out), "--",
               sys.executable, "-m", "neurogc.loops", "micrograd", "--steps", "20",
               "--set", "batch=4", "--set", "hidden=8")  # fmt: skip
     assert r.returncode == 0, r.stderr
     record = json.loads((out / "sweep.json").read_text())
     assert record["status"] == "complete"
-    assert record["configs"] == DEFAULT_CONFIGS
-    assert len(record["runs"]) == 12
+    assert record["configs"] == SWEPT and record["aa"] == AA
+    assert len(record["runs"]) == 14
     # Interleaved: round 1 runs every configuration before round 2 starts, the order rotated.
-    assert [run["round"] for run in record["runs"]] == [1] * 6 + [2] * 6
-    assert [run["config"] for run in record["runs"][:6]] == DEFAULT_CONFIGS
-    assert [run["config"] for run in record["runs"][6:]] == DEFAULT_CONFIGS[1:] + ["default"]
+    assert [run["round"] for run in record["runs"]] == [1] * 7 + [2] * 7
+    assert [run["config"] for run in record["runs"][:7]] == SWEPT
+    assert [run["config"] for run in record["runs"][7:]] == SWEPT[1:] + ["default"]
     for run in record["runs"]:
         assert run["exit_code"] == 0 and run["steps"] == 20, run
         assert run["peak_rss_bytes"] > 1 << 20
         rows = list(csv.DictReader((out / run["dir"] / "steps.csv").open()))
-        assert {row["policy"] for row in rows} == {run["config"]}
+        # The A/A copy runs default's policy.
+        policy = "default" if run["config"] == AA else run["config"]
+        assert {row["policy"] for row in rows} == {policy}
     readme = (out / "README.md").read_text()
-    for config in DEFAULT_CONFIGS:
+    for config in SWEPT:
         assert f"| `{config}` |" in readme, config
     for section in ("## Configurations", "## Against `default`", "## Against the recommendation",
                     "## Collections", "## Runs", "## Method"):  # fmt: skip
@@ -63,25 +67,31 @@ def test_sweep_of_the_micrograd_loop_writes_a_complete_report(tmp_path):
         assert any(line.startswith(f"{config} ") and " p99 " in line for line in lines), config
     speed = [line for line in lines if " times " in line and line.endswith(
         ("than default", "than default (not significant)"))]  # fmt: skip
-    assert len(speed) == 5, r.stdout
+    assert len(speed) == 6, r.stdout
+    (aa_line,) = [line for line in lines if line.startswith("A/A: ")]
+    assert aa_line.startswith(f"A/A: {AA} against default, the same configuration"), aa_line
+    assert aa_line in readme
     recommendation = [line for line in lines if line.startswith("recommendation: ")]
     assert len(recommendation) == 1, r.stdout
     best = recommendation[0].removeprefix("recommendation: ").split(" (")[0]
-    assert best in DEFAULT_CONFIGS
+    assert best in DEFAULT_CONFIGS  # never the A/A copy
     assert f"**{recommendation[0]}**" in readme
     # learned's standing is said: the recommendation, or what it loses by.
     assert any(line.startswith("learned: ") for line in lines), r.stdout
     # The medians for scripts: every configuration, every metric, the same recommendation.
     summary = json.loads((out / "summary.json").read_text())
     assert summary["baseline"] == "default" and summary["best"] == best
-    assert [c["name"] for c in summary["configs"]] == DEFAULT_CONFIGS
+    assert [c["name"] for c in summary["configs"]] == SWEPT
     for c in summary["configs"]:
         assert c["runs"] == 2
         assert set(c["medians"]) == {"mean_ms", "p50_ms", "p99_ms", "max_ms", "gc_share",
                                      "peak_rss_bytes"}, c  # fmt: skip
         p99 = c["medians"]["p99_ms"]
         assert 0 < p99["lower"] <= p99["estimate"] <= p99["upper"], c
-    # learned against every other configuration, round by round: what the bar's check reads.
+    # The A/A pair, and learned against every other configuration but the copy, round by round:
+    # what the bar's check reads.
+    assert summary["aa"]["name"] == AA and summary["aa"]["against"] == "default"
+    assert set(summary["aa"]["metrics"]) >= {"mean_ms", "p99_ms", "peak_rss_bytes"}
     pairs = summary["learned_against"]
     assert [p["against"] for p in pairs] == DEFAULT_CONFIGS[:-1]
     for pair in pairs:
@@ -95,6 +105,8 @@ def test_sweep_of_the_micrograd_loop_writes_a_complete_report(tmp_path):
     bars = [line for line in table.splitlines() if line.startswith("| p99 vs best fixed |")]
     assert len(bars) == 1, table
     assert bars[0].rstrip(" |").endswith(("n.s.", "significant")), bars[0]
+    (aa_row,) = [line for line in table.splitlines() if line.startswith("A/A, ")]
+    assert aa_row.count(" [") == 3, aa_row  # p99, mean and peak RSS, each with its interval
 
 
 def test_step_function_makes_an_unchanged_script_a_training_loop(tmp_path):

@@ -3,7 +3,8 @@
 # configuration, rounds interleaved, the order rotated), then bench/sweep/RESULTS.md with, per
 # loop, each configuration's medians and the learned policy against the bar (step p99 <= 1.05 x
 # the best fixed configuration's, the best within the memory bound as the suite picks it; mean
-# <= default's, peak RSS <= 1.10 x default's).
+# <= default's, peak RSS <= 1.10 x default's). `--aa` runs default a second time each round under
+# its own name: its ratios to default are the day's noise floor, shown under each loop's bars.
 # torch_cnn needs PyTorch, which `make setup` does not install: it goes into its own virtualenv
 # (.venv-torch) here; where it cannot be installed, RESULTS.md says so.
 # Each loop's sweep report stays beside RESULTS.md (bench/sweep/<loop>/README.md, step-time.png,
@@ -45,7 +46,7 @@ for spec in $LOOPS; do
     fi
   fi
   rm -rf "bench/sweep/$loop.tmp"
-  "$NEUROGC" sweep --repeats "$REPEATS" --out "bench/sweep/$loop.tmp" -- \
+  "$NEUROGC" sweep --aa --repeats "$REPEATS" --out "bench/sweep/$loop.tmp" -- \
     "$py" -m neurogc.loops "$loop" --steps "$steps"
   rm -rf "bench/sweep/$loop" && mv "bench/sweep/$loop.tmp" "bench/sweep/$loop"
   echo "- $loop: \`$py -m neurogc.loops $loop --steps $steps\`, $REPEATS rounds, at $commit," \

@@ -13,7 +13,9 @@ the bound is named, with the learned policy's p99 and memory against it. Beside 
 same ratio round by round (the median of the per-round ratios, its interval, the paired test's
 p and whether the difference is significant), from summary.json's `learned_against`: the best
 fixed configuration is the lowest of several noisy medians, so a point estimate over the limit
-may be noise.
+may be noise. Where the sweep ran with `--aa` (default run twice each round, the copy under its
+own name), the copy's ratios to default round by round are the A/A row under the bars: how far two
+identical configurations land apart on the machine that day. The copy is never the best fixed one.
 """
 
 from __future__ import annotations
@@ -43,15 +45,19 @@ def cell(key: str, m: dict) -> str:
     return f"{fmt(key, m['estimate'])} [{fmt(key, m['lower'])}, {fmt(key, m['upper'])}]"
 
 
+def paired(m: dict) -> str:
+    """A round-by-round comparison of summary.json as a table cell."""
+    r, p = m["ratio"], m["p"]
+    sig = "significant" if m["significant"] else "n.s."
+    p_text = "" if p is None else (", p < 0.001" if p < 0.001 else f", p {p:.2f}")
+    return f"{r['estimate']:.3f} [{r['lower']:.3f}, {r['upper']:.3f}]{p_text}, {sig}"
+
+
 def round_by_round(summary: dict, against: str, key: str) -> str:
     """The learned policy against `against` on `key`, paired by round, as a table cell."""
     for pair in summary.get("learned_against", []):
         if pair["learned"] == "learned" and pair["against"] == against and key in pair["metrics"]:
-            m = pair["metrics"][key]
-            r, p = m["ratio"], m["p"]
-            sig = "significant" if m["significant"] else "n.s."
-            p_text = "" if p is None else (", p < 0.001" if p < 0.001 else f", p {p:.2f}")
-            return f"{r['estimate']:.3f} [{r['lower']:.3f}, {r['upper']:.3f}]{p_text}, {sig}"
+            return paired(pair["metrics"][key])
     return "–"
 
 
@@ -68,7 +74,9 @@ def loop_section(name: str, summary: dict) -> tuple[list[str], list[bool]]:
             f"| `{c}` | " + " | ".join(cell(k, m[k]) if k in m else "–" for k in keys) + " |"
         )
     learned = configs.get("learned")
-    fixed = {c: m for c, m in configs.items() if c != "learned" and "p99_ms" in m}
+    aa = summary.get("aa")
+    copy = aa["name"] if aa else None
+    fixed = {c: m for c, m in configs.items() if c not in ("learned", copy) and "p99_ms" in m}
     if learned is None or "default" not in configs or not fixed:
         out += ["", "The bar needs `learned`, `default` and a fixed configuration: not checked."]
         return out, []
@@ -101,6 +109,11 @@ def loop_section(name: str, summary: dict) -> tuple[list[str], list[bool]]:
         out.append(f"| {what} | {fmt(key, learned[key]['estimate'])} | "
                    f"{fmt(key, ref[key]['estimate'])} | {ratio:.3f} | ≤ {limit:.2f} | {verdict} | "
                    f"{round_by_round(summary, ref_name, key)} |")  # fmt: skip
+    if aa:
+        cells = [paired(aa["metrics"][k]) if k in aa["metrics"] else "–" for _, k, _, _ in BARS]
+        out += ["", f"A/A, `{copy}` against `{aa['against']}` round by round (the same "
+                "configuration twice: the machine's noise on each bar's metric): "
+                + "; ".join(f"{what.split(' vs ')[0]} {c}" for (what, *_), c in zip(BARS, cells))]  # fmt: skip
     if fastest != best_fixed and "p99_ms" in learned:
         rss = rss_to_default(fixed[fastest])
         out += ["", f"Fastest regardless of memory: `{fastest}`, p99 {fmt('p99_ms', p99(fastest))} "

@@ -247,6 +247,9 @@ pub struct Analysis {
     pub configs: Vec<ConfigStats>,
     /// The configuration the others are compared with: `default` when swept, else the first.
     pub baseline: usize,
+    /// `--aa`'s copy of the baseline: compared with it like the others (its row is the noise
+    /// floor), never recommended, and not one of the learned policy's opponents.
+    pub aa: Option<usize>,
     /// `vs_baseline[i]`: configuration `i` against the baseline, per [`Metric::ALL`] entry.
     pub vs_baseline: Vec<Vec<Option<Comparison>>>,
     /// `vs_best[i]`: configuration `i` against the recommended one.
@@ -295,15 +298,21 @@ pub struct Recommendation {
 
 impl Analysis {
     /// Analyses configurations (each with its runs in round order; every configuration has the
-    /// same number of runs).
-    pub fn new(configs: Vec<ConfigStats>, rss_bound: f64, cfg: &BootstrapConfig) -> Result<Self> {
+    /// same number of runs); `aa` is the baseline's A/A copy, if one ran.
+    pub fn new(
+        configs: Vec<ConfigStats>,
+        aa: Option<usize>,
+        rss_bound: f64,
+        cfg: &BootstrapConfig,
+    ) -> Result<Self> {
         if configs.is_empty() {
             bail!("no configurations to analyse");
         }
-        let baseline = configs
-            .iter()
-            .position(|c| c.name == "default")
-            .unwrap_or(0);
+        let names: Vec<&str> = configs.iter().map(|c| c.name.as_str()).collect();
+        let baseline = crate::configs::baseline(&names);
+        if aa.is_some_and(|i| i >= configs.len() || i == baseline) {
+            bail!("the A/A copy must be a configuration other than the baseline");
+        }
         // One comparison per metric of `cand` against `against`.
         let row = |against: usize, cand: &ConfigStats| -> Result<Vec<Option<Comparison>>> {
             Metric::ALL
@@ -315,14 +324,14 @@ impl Analysis {
             configs.iter().map(|c| row(against, c)).collect()
         };
         let vs_baseline = table(baseline)?;
-        let recommendation = recommend(&configs, baseline, rss_bound, cfg)?;
+        let recommendation = recommend(&configs, baseline, aa, rss_bound, cfg)?;
         let vs_best = table(recommendation.best)?;
         let mut learned_vs = Vec::new();
         for (learned, c) in configs.iter().enumerate() {
             if !is_learned(&c.name) {
                 continue;
             }
-            for against in (0..configs.len()).filter(|&j| j != learned) {
+            for against in (0..configs.len()).filter(|&j| j != learned && Some(j) != aa) {
                 learned_vs.push(LearnedAgainst {
                     learned,
                     against,
@@ -333,6 +342,7 @@ impl Analysis {
         Ok(Analysis {
             configs,
             baseline,
+            aa,
             vs_baseline,
             vs_best,
             learned_vs,
@@ -355,6 +365,41 @@ impl Analysis {
 
     pub fn vs_best(&self, i: usize, m: Metric) -> Option<&Comparison> {
         Self::cell(&self.vs_best, i, m)
+    }
+
+    /// `--aa`: how far the baseline's copy landed from it, round by round, on the metrics the
+    /// bars and the recommendation use: the differences that identical configurations show.
+    pub fn aa_line(&self) -> Option<String> {
+        let aa = self.aa?;
+        let parts: Vec<String> = [Metric::Mean, Metric::P99, Metric::PeakRss]
+            .into_iter()
+            .filter_map(|m| {
+                let c = self.vs_baseline(aa, m)?;
+                let r = c.ratio?;
+                Some(format!(
+                    "{} × {:.3} [{:.3}, {:.3}]{}",
+                    m.label(),
+                    r.estimate,
+                    r.lower,
+                    r.upper,
+                    if c.is_significant() {
+                        ", significant"
+                    } else {
+                        ""
+                    }
+                ))
+            })
+            .collect();
+        Some(format!(
+            "A/A: {} against {}, the same configuration, round by round: {}",
+            self.name(aa),
+            self.name(self.baseline),
+            if parts.is_empty() {
+                "not comparable".to_string()
+            } else {
+                parts.join("; ")
+            }
+        ))
     }
 
     /// The recommendation line.
@@ -502,19 +547,20 @@ pub fn is_learned(name: &str) -> bool {
     name == "learned" || name.starts_with("learned,")
 }
 
-/// The best configuration: within the RSS bound (peak RSS at most `rss_bound` × the baseline's),
+/// The best configuration (never `aa`, the baseline's A/A copy): within the RSS bound (peak RSS at most `rss_bound` × the baseline's),
 /// the lowest median p99; among those whose p99 does not differ significantly from that one's
 /// (paired, round by round), the lowest median mean.
 pub fn recommend(
     configs: &[ConfigStats],
     baseline: usize,
+    aa: Option<usize>,
     rss_bound: f64,
     cfg: &BootstrapConfig,
 ) -> Result<Recommendation> {
     let base_rss = configs[baseline].median(Metric::PeakRss);
     let mut over_rss = Vec::new();
     let mut eligible = Vec::new();
-    for (i, c) in configs.iter().enumerate() {
+    for (i, c) in configs.iter().enumerate().filter(|&(i, _)| Some(i) != aa) {
         match (c.median(Metric::PeakRss), base_rss) {
             (Some(r), Some(b)) if b > 0.0 && i != baseline && r > rss_bound * b => {
                 over_rss.push((i, r / b))
@@ -709,7 +755,7 @@ mod tests {
                 5,
             ),
         ];
-        let a = Analysis::new(configs, 1.10, &cfg()).unwrap();
+        let a = Analysis::new(configs, None, 1.10, &cfg()).unwrap();
         assert_eq!(a.baseline, 0);
         assert_eq!(a.recommendation.over_rss.len(), 1);
         assert_eq!(a.recommendation.over_rss[0].0, 1);
@@ -789,12 +835,57 @@ mod tests {
             mk("every:1,gen=1", &[20.0, 22.0, 20.5, 21.0], 12.0),
             mk("learned", &[21.0, 20.0, 21.5, 20.0], 10.0),
         ];
-        let a = Analysis::new(configs, 1.10, &cfg()).unwrap();
+        let a = Analysis::new(configs, None, 1.10, &cfg()).unwrap();
         assert_eq!(a.name(a.recommendation.lowest_p99), "learned");
         assert_eq!(a.recommendation.p99_ties, vec![1, 2]);
         assert_eq!(a.name(a.recommendation.best), "learned");
         assert_eq!(a.learned_lines(), vec!["learned: the recommendation"]);
         assert!(a.recommendation_line().contains("chosen by the lower mean"));
+    }
+
+    #[test]
+    fn the_aa_copy_is_compared_with_the_baseline_but_never_recommended_nor_an_opponent() {
+        let mib = 1 << 20;
+        let configs = vec![
+            config("default", &[10.0; 10], 100 * mib, 5),
+            config(
+                "learned",
+                &[10.0, 10.0, 10.0, 10.0, 10.0, 10.0, 10.0, 10.0, 10.0, 12.0],
+                100 * mib,
+                5,
+            ),
+            // The copy had the luckiest runs: still not the recommendation.
+            config("default (A/A)", &[9.0; 10], 100 * mib, 5),
+        ];
+        let a = Analysis::new(configs, Some(2), 1.10, &cfg()).unwrap();
+        assert_eq!(a.name(a.recommendation.best), "default");
+        assert!(!a.recommendation.p99_ties.contains(&2));
+        let against: Vec<usize> = a.learned_vs.iter().map(|p| p.against).collect();
+        assert_eq!(against, [0]);
+        let line = a.aa_line().unwrap();
+        assert!(
+            line.starts_with(
+                "A/A: default (A/A) against default, the same configuration, round by round: \
+                 step mean × 0.900 [0.900, 0.900], significant; step p99 × 0.900"
+            ),
+            "{line}"
+        );
+        assert!(line.contains("peak RSS × 1.000 [1.000, 1.000]"), "{line}");
+        let s = crate::report::summary(&a);
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["aa"]["name"], "default (A/A)");
+        assert_eq!(json["aa"]["against"], "default");
+        assert!(
+            (json["aa"]["metrics"]["mean_ms"]["ratio"]["estimate"]
+                .as_f64()
+                .unwrap()
+                - 0.9)
+                .abs()
+                < 1e-9
+        );
+        // The baseline itself cannot be its own copy.
+        let one = vec![config("default", &[10.0; 10], mib, 2)];
+        assert!(Analysis::new(one, Some(0), 1.10, &cfg()).is_err());
     }
 
     #[test]
@@ -804,7 +895,7 @@ mod tests {
             config("every:5", &[10.0, 20.0], 1 << 20, 1),
             config("learned", &[5.0, 10.0], 1 << 20, 1),
         ];
-        let a = Analysis::new(configs, 1.10, &cfg()).unwrap();
+        let a = Analysis::new(configs, None, 1.10, &cfg()).unwrap();
         assert_eq!(a.baseline, 0);
         assert_eq!(a.name(a.recommendation.best), "learned");
         let speed = a.speed_lines();

@@ -19,6 +19,20 @@ use anyhow::{bail, Context, Result};
 pub const DEFAULT_CONFIGS: &str =
     "default,disable,every:50,gen=1,every:100,gen=2,freeze:10,learned";
 
+/// The configuration the others are compared with: `default` when swept, else the first.
+pub fn baseline<S: AsRef<str>>(names: &[S]) -> usize {
+    names
+        .iter()
+        .position(|n| n.as_ref() == "default")
+        .unwrap_or(0)
+}
+
+/// `--aa`'s second copy of the baseline: the same policy under another name, so that its runs
+/// are compared with the baseline's like any configuration's, as two identical ones.
+pub fn aa_name(baseline: &str) -> String {
+    format!("{baseline} (A/A)")
+}
+
 /// Splits a `--configs` list into specs: an item with `=` continues the spec before it.
 /// Errors name the item.
 pub fn split(list: &str) -> Result<Vec<String>> {
@@ -146,6 +160,14 @@ mod tests {
             .to_string()
             .contains("\"gen=2\""));
         assert!(split("default,,learned").is_err());
+    }
+
+    #[test]
+    fn the_baseline_is_default_when_swept_and_its_aa_copy_is_named_apart() {
+        assert_eq!(baseline(&["every:100", "default", "learned"]), 1);
+        assert_eq!(baseline(&["every:100", "learned"]), 0);
+        assert_eq!(aa_name("default"), "default (A/A)");
+        assert_ne!(neurogc_units::slug(&aa_name("default")), "default");
     }
 
     #[test]

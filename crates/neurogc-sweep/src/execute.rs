@@ -33,6 +33,9 @@ pub struct SweepRecord {
     /// The configurations, as the step hook names them; the first is not special (the baseline
     /// is `default` when swept).
     pub configs: Vec<String>,
+    /// `--aa`: the name of the baseline's second copy, one of `configs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aa: Option<String>,
     pub repeats: u32,
     pub skip_steps: usize,
     pub step_function: Option<String>,
@@ -104,12 +107,13 @@ pub struct Finished {
 /// Everything one run needs.
 pub struct RunSpec<'a> {
     pub command: &'a [OsString],
-    pub config: &'a str,
+    /// The step policy, as the hook names it.
+    pub policy: &'a str,
     pub dir: &'a Path,
     pub step_function: Option<&'a str>,
 }
 
-/// Runs the command once under `spec.config`, its output into `dir/output.log`, and waits for
+/// Runs the command once under `spec.policy`, its output into `dir/output.log`, and waits for
 /// it (with its resource usage: the peak RSS).
 pub fn run_once(spec: &RunSpec) -> Result<Finished> {
     let (program, rest) = spec.command.split_first().expect("clap requires a command");
@@ -120,7 +124,7 @@ pub fn run_once(spec: &RunSpec) -> Result<Finished> {
     let mut command = Command::new(program);
     command
         .args(rest)
-        .env(ENV_STEP_POLICY, spec.config)
+        .env(ENV_STEP_POLICY, spec.policy)
         .env(ENV_STEPS_DIR, &dir)
         // The agent's own policy would act on the collector too: the sweep compares step
         // policies alone.
@@ -171,12 +175,12 @@ pub fn tail(path: &Path, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
-/// A run's step record, checked: present, with steps, under the configuration it was given.
+/// A run's step record, checked: present, with steps, under the policy it was given.
 /// `what` describes the run and `hint` what to do when it recorded nothing.
 pub fn read_record(
     dir: &Path,
     shown_dir: &str,
-    config: &str,
+    policy: &str,
     what: &str,
     hint: &str,
 ) -> Result<StepsCsv> {
@@ -188,9 +192,9 @@ pub fn read_record(
     if steps.rows.is_empty() {
         bail!("{what} recorded no steps ({shown_dir}/{STEPS_CSV} has no rows). {hint}");
     }
-    if let Some(r) = steps.rows.iter().find(|r| r.policy != config) {
+    if let Some(r) = steps.rows.iter().find(|r| r.policy != policy) {
         bail!(
-            "{what}: {shown_dir}/{STEPS_CSV} step {} ran policy {:?}, not the sweep's {config:?} \
+            "{what}: {shown_dir}/{STEPS_CSV} step {} ran policy {:?}, not the sweep's {policy:?} \
              (NEUROGC_STEP_POLICY is the hook's override; was it cleared?)",
             r.step,
             r.policy

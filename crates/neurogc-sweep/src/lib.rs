@@ -10,8 +10,10 @@
 //!
 //! [`configs`] the configuration list · [`execute`] running the script and `sweep.json` ·
 //! [`analysis`] per-run metrics, comparisons, the recommendation · [`report`] Markdown, chart
-//! and terminal summary. What it is not: a benchmark of the machine (no A/A noise floor), or a
-//! reader of other step files than the hook's (`neurogc_record::steps`).
+//! and terminal summary. `--aa` runs the baseline twice each round, the second copy under
+//! another name ([`configs::aa_name`]): how far two identical configurations land apart on
+//! this machine, the noise the other differences are read against. What it is not: a reader
+//! of other step files than the hook's (`neurogc_record::steps`).
 //!
 //! ```text
 //! <out>/
@@ -61,6 +63,11 @@ pub struct SweepArgs {
     /// baseline's (default's).
     #[arg(long, value_name = "FACTOR", default_value_t = 1.10)]
     pub rss_bound: f64,
+    /// Also run the baseline (default when swept, else the first configuration) a second time
+    /// each round, as `<baseline> (A/A)`: the two differ only by the machine's noise, which the
+    /// report gives beside the other comparisons. The copy is never recommended.
+    #[arg(long)]
+    pub aa: bool,
     /// The training command, after `--`.
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     pub command: Vec<OsString>,
@@ -118,7 +125,23 @@ pub fn run(args: &SweepArgs) -> Result<i32> {
     let list = args.configs.as_deref().unwrap_or(configs::DEFAULT_CONFIGS);
     let specs = configs::split(list)?;
     let python = configs::checking_python(&args.command[0]);
-    let names = configs::validate(python, &specs)?;
+    let mut swept: Vec<Swept> = configs::validate(python, &specs)?
+        .into_iter()
+        .map(|name| Swept {
+            policy: name.clone(),
+            name,
+        })
+        .collect();
+    let aa = args.aa.then(|| {
+        let base = &swept[configs::baseline(&swept.iter().map(|c| &c.name).collect::<Vec<_>>())];
+        Swept {
+            name: configs::aa_name(&base.name),
+            policy: base.policy.clone(),
+        }
+    });
+    let aa_name = aa.as_ref().map(|c| c.name.clone());
+    swept.extend(aa);
+    let names: Vec<String> = swept.iter().map(|c| c.name.clone()).collect();
     let now = neurogc_units::unix_now();
     let out = execute::output_dir(args.out.as_deref(), now)?;
     let cmd = execute::shown(&args.command);
@@ -130,6 +153,7 @@ pub fn run(args: &SweepArgs) -> Result<i32> {
             .map(|a| a.to_string_lossy().into_owned())
             .collect(),
         configs: names.clone(),
+        aa: aa_name,
         repeats: args.repeats,
         skip_steps: args.skip_steps,
         step_function: args.step_function.clone(),
@@ -147,7 +171,7 @@ pub fn run(args: &SweepArgs) -> Result<i32> {
         plural(args.repeats as usize, "run"),
         out.display()
     );
-    match sweep(args, &names, &out, &cmd, &mut record) {
+    match sweep(args, &swept, &out, &cmd, &mut record) {
         Ok(per_config) => {
             record.status = "complete".into();
             record.finished = Some(neurogc_units::unix_now());
@@ -165,24 +189,34 @@ pub fn run(args: &SweepArgs) -> Result<i32> {
     }
 }
 
-/// Per configuration (in `names` order): its runs' metrics in round order, and every row's
+/// A configuration as swept: its name (in the report, the record and its runs' folders) and the
+/// step policy its runs are given (the same but for `--aa`'s copy of the baseline).
+struct Swept {
+    name: String,
+    policy: String,
+}
+
+/// Per configuration (in the swept order): its runs' metrics in round order, and every row's
 /// action (for the idle notes).
 type PerConfig = Vec<(Vec<RunMetrics>, Vec<String>)>;
 
 fn sweep(
     args: &SweepArgs,
-    names: &[String],
+    swept: &[Swept],
     out: &std::path::Path,
     cmd: &str,
     record: &mut SweepRecord,
 ) -> Result<PerConfig> {
-    let mut per: PerConfig = vec![(Vec::new(), Vec::new()); names.len()];
-    let total = names.len() * args.repeats as usize;
+    let mut per: PerConfig = vec![(Vec::new(), Vec::new()); swept.len()];
+    let total = swept.len() * args.repeats as usize;
     let hint = hint(args.step_function.as_deref());
     for round in 1..=args.repeats {
-        for i in execute::order(names.len(), round) {
+        for i in execute::order(swept.len(), round) {
             let index = record.runs.len() + 1;
-            let config = &names[i];
+            let Swept {
+                name: config,
+                policy,
+            } = &swept[i];
             let rel = format!("runs/{index:02}-{}-r{round}", neurogc_units::slug(config));
             let dir = out.join(&rel);
             eprint!(
@@ -191,7 +225,7 @@ fn sweep(
             );
             let done = execute::run_once(&RunSpec {
                 command: &args.command,
-                config,
+                policy,
                 dir: &dir,
                 step_function: args.step_function.as_deref(),
             })?;
@@ -223,7 +257,7 @@ fn sweep(
             }
             let shown_dir = format!("{}/{rel}", out.display());
             let steps =
-                execute::read_record(&dir, &shown_dir, config, &what, &hint).inspect_err(|_| {
+                execute::read_record(&dir, &shown_dir, policy, &what, &hint).inspect_err(|_| {
                     eprintln!("no steps");
                 });
             let steps = match steps {
@@ -269,7 +303,11 @@ fn report(
         stats.push(ConfigStats::new(name, runs, &cfg)?);
         actions.push(acts);
     }
-    let a = Analysis::new(stats, args.rss_bound, &cfg)?;
+    let aa = record
+        .aa
+        .as_ref()
+        .and_then(|n| record.configs.iter().position(|c| c == n));
+    let a = Analysis::new(stats, aa, args.rss_bound, &cfg)?;
     let skipped = report::chart(&a, out);
     let notes = report::idle_notes(&a, &actions);
     let md = report::markdown(record, &a, skipped.as_deref(), &notes);
