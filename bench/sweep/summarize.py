@@ -49,7 +49,7 @@ def paired(m: dict) -> str:
     """A round-by-round comparison of summary.json as a table cell."""
     r, p = m["ratio"], m["p"]
     sig = "significant" if m["significant"] else "n.s."
-    p_text = "" if p is None else (", p < 0.001" if p < 0.001 else f", p {p:.2f}")
+    p_text = "" if p is None else (", p < 0.001" if p < 0.001 else f", p {p:.3f}")
     return f"{r['estimate']:.3f} [{r['lower']:.3f}, {r['upper']:.3f}]{p_text}, {sig}"
 
 
