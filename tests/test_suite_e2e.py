@@ -102,6 +102,7 @@ def test_rate_auto_finds_the_same_capacity_with_long_pauses_as_with_gc_off(tmp_p
     GC-off service time), so its capacity really is lower (CI: 100 against 130 req/s). Nor a
     pause every 3 s: its queue does not drain between pauses, which costs more than the pauses'
     9 % (CI: 110 against 140 req/s)."""
+
     def search(policy: str, attempt: int) -> float:
         runs = tmp_path / f"{policy.replace(':', '-')}-{attempt}"
         out = neurogc(
