@@ -547,9 +547,9 @@ pub fn is_learned(name: &str) -> bool {
     name == "learned" || name.starts_with("learned,")
 }
 
-/// The best configuration (never `aa`, the baseline's A/A copy): within the RSS bound (peak RSS at most `rss_bound` × the baseline's),
-/// the lowest median p99; among those whose p99 does not differ significantly from that one's
-/// (paired, round by round), the lowest median mean.
+/// The best configuration (never `aa`, the baseline's A/A copy): within the RSS bound (peak RSS
+/// at most `rss_bound` × the baseline's), the lowest median p99; among those whose p99 does not
+/// differ significantly from that one's (paired, round by round), the lowest median mean.
 pub fn recommend(
     configs: &[ConfigStats],
     baseline: usize,
