@@ -199,10 +199,11 @@ fn truncate(s: &str, n: usize) -> String {
 mod tests {
     use super::*;
 
-    fn tmp(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("neurogc-csv-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        dir.join("samples.csv")
+    /// `samples.csv` in a scratch directory that goes when the first is dropped.
+    fn tmp(name: &str) -> (neurogc_fuzzkit::ScratchDir, PathBuf) {
+        let dir = neurogc_fuzzkit::ScratchDir::new(&format!("csv-{name}"));
+        let path = dir.join("samples.csv");
+        (dir, path)
     }
 
     #[test]
@@ -259,7 +260,7 @@ mod tests {
 
     #[test]
     fn header_once_rows_appended_across_reopen() {
-        let path = tmp("reopen");
+        let (_dir, path) = tmp("reopen");
         let s = Sample {
             policy_reason: "guard: rss 1,2 > budget".into(),
             ..Sample::default()
@@ -277,7 +278,8 @@ mod tests {
     #[test]
     fn gc_events_batches_append_under_one_header() {
         use crate::gcstats::{CollectionCause, GcEvent};
-        let path = tmp("events").with_file_name("gc-events.csv");
+        let (dir, _) = tmp("events");
+        let path = dir.join("gc-events.csv");
         let event = |generation, cause| GcEvent {
             start_time: 1.5,
             generation,
@@ -313,7 +315,8 @@ mod tests {
 
     #[test]
     fn fields_are_quoted_only_where_needed() {
-        let path = tmp("quoting").with_file_name("q.csv");
+        let (dir, _) = tmp("quoting");
+        let path = dir.join("q.csv");
         let mut sink = CsvSink::open_with_columns(&path, &["a", "b", "c", "d", "e", "f"]).unwrap();
         sink.write_rows([["plain", "a,b", "say \"hi\"", "two\nlines", "cr\r", ""]])
             .unwrap();
@@ -325,7 +328,7 @@ mod tests {
 
     #[test]
     fn foreign_header_is_refused_and_untouched() {
-        let path = tmp("foreign");
+        let (_dir, path) = tmp("foreign");
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, "a,b\n1,2\n").unwrap();
         let err = CsvSink::open(&path).err().unwrap();
@@ -335,7 +338,7 @@ mod tests {
 
     #[test]
     fn partial_last_row_is_terminated_before_appending() {
-        let path = tmp("partial");
+        let (_dir, path) = tmp("partial");
         CsvSink::open(&path)
             .unwrap()
             .write(&Sample::default())

@@ -1,5 +1,6 @@
-//! What the crates' bounded fuzzing passes (`tests/fuzz_*.rs`, proptest) share, and the scratch
-//! copies of committed fixtures that integration tests change.
+//! What the crates' bounded fuzzing passes (`tests/fuzz_*.rs`, proptest) share, the scratch
+//! directories tests write into ([`ScratchDir`], removed when dropped), and the copies of
+//! committed fixtures that integration tests change.
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -78,6 +79,49 @@ pub fn temp_path(test: &str, ext: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("neurogc-{test}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a temporary directory");
     dir.join(format!("{}.{ext}", N.fetch_add(1, Ordering::Relaxed)))
+}
+
+/// A fresh directory for one test, `neurogc-{name}-{pid}-{n}` under the system's temporary
+/// directory, removed with everything in it when dropped (a failing test's panic unwinds through
+/// it too), so that tests leave nothing behind. Use it as a `&Path`.
+pub struct ScratchDir(PathBuf);
+
+impl ScratchDir {
+    pub fn new(name: &str) -> ScratchDir {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "neurogc-{name}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a scratch directory");
+        ScratchDir(dir)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for ScratchDir {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for ScratchDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Copies the directory `from` into `to`, recursively (a committed fixture a test may change).

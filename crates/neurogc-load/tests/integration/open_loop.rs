@@ -235,8 +235,7 @@ fn alternate_writes_one_line_per_host_and_turn() {
 #[test]
 fn bursts_send_only_in_their_on_periods() {
     let a = Server::start(Behavior::default());
-    let dir = std::env::temp_dir().join(format!("neurogc-bursts-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::temp_dir("bursts");
     let tasks = dir.join("bursty.toml");
     std::fs::write(
         &tasks,
@@ -248,7 +247,6 @@ fn bursts_send_only_in_their_on_periods() {
         a.url,
         tasks.display()
     ));
-    std::fs::remove_dir_all(&dir).unwrap();
     // On 200 ms of every 500 ms: 40 % of the 1500 arrivals, none dropped or counted.
     let sent = out.summary.requests as f64;
     assert!((sent - 600.0).abs() <= 10.0, "{sent}");
@@ -286,7 +284,6 @@ fn a_turn_begins_only_once_the_host_before_it_has_answered() {
         neurogc_load::requests::read(&path, "requests.csv").unwrap()
     };
     let (of_a, of_b) = (log(&a.url), log(&b.url));
-    let _ = std::fs::remove_dir_all(&dir);
     let s = &out.summary;
     assert_eq!((s.failures, s.dropped), (0, 0));
     // No request of b's was due while one of a's, due before it, was still unanswered.

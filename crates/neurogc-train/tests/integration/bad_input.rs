@@ -3,14 +3,17 @@
 
 use std::path::PathBuf;
 
+use neurogc_fuzzkit::ScratchDir;
+
 use crate::common::*;
 use neurogc_train::{train_model, Kind, TrainArgs};
 
 const HEADER: &str =
     "time,cpu,mem,disk_read,disk_write,net_sent,net_recv,rps,p95,p99,gc_triggered\n";
 
-/// A CSV of 60 rows whose `mem` in row `i` (from 0) is `mem(i)`.
-fn csv(name: &str, mem: impl Fn(usize) -> String) -> PathBuf {
+/// A CSV of 60 rows whose `mem` in row `i` (from 0) is `mem(i)`, in a scratch directory that
+/// goes when the guard is dropped.
+fn csv(name: &str, mem: impl Fn(usize) -> String) -> (ScratchDir, PathBuf) {
     let mut text = HEADER.to_string();
     for i in 0..60 {
         let row = format!(
@@ -22,11 +25,11 @@ fn csv(name: &str, mem: impl Fn(usize) -> String) -> PathBuf {
         );
         text += &row;
     }
-    let dir = tmp_dir(name);
+    let (scratch, dir) = tmp_dir(name);
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("data.csv");
     std::fs::write(&path, text).unwrap();
-    path
+    (scratch, path)
 }
 
 fn args(data: PathBuf, model: Kind) -> TrainArgs {
@@ -186,7 +189,7 @@ fn every_numeric_flag_is_checked_before_any_data_is_read() {
     ];
     for (i, (kind, set, expected)) in cases.iter().enumerate() {
         // No such file: a flag checked after the data is read would fail on the file instead.
-        let dir = tmp_dir(&format!("flag-{i}"));
+        let (_scratch, dir) = tmp_dir(&format!("flag-{i}"));
         let mut a = args(dir.join("absent.csv"), *kind);
         set(&mut a);
         let e = format!("{:#}", train_model(&a).err().expect(expected));
@@ -223,7 +226,8 @@ fn values_too_large_to_scale_are_refused_naming_file_row_and_column() {
     ];
     for (name, mem, expected) in cases {
         for kind in [Kind::Lstm, Kind::Forest] {
-            let a = args(csv(&format!("huge-{name}-{kind:?}"), mem), kind);
+            let (_scratch, data) = csv(&format!("huge-{name}-{kind:?}"), mem);
+            let a = args(data, kind);
             let e = format!("{:#}", train_model(&a).err().expect(expected));
             assert!(e.contains(expected), "{name} {kind:?}: {e}");
             assert!(!a.out.exists(), "{name} {kind:?}: no model is saved");
@@ -236,7 +240,7 @@ fn a_window_whose_target_has_an_empty_input_is_skipped_with_one_warning() {
     // Row 21 (line 22) has no `mem`: the seed target of the window ending there cannot be
     // computed. Before, it was NaN, and training ended in "the trained model does not load".
     for kind in [Kind::Lstm, Kind::Forest] {
-        let path = csv(&format!("empty-mem-{kind:?}"), |i| {
+        let (_scratch, path) = csv(&format!("empty-mem-{kind:?}"), |i| {
             if i == 20 {
                 String::new()
             } else {
@@ -272,7 +276,8 @@ fn a_window_whose_target_has_an_empty_input_is_skipped_with_one_warning() {
 
 #[test]
 fn every_window_skipped_is_an_error_naming_the_file() {
-    let a = args(csv("empty-mem-all", |_| String::new()), Kind::Lstm);
+    let (_scratch, data) = csv("empty-mem-all", |_| String::new());
+    let a = args(data, Kind::Lstm);
     let e = format!(
         "{:#}",
         train_model(&a).err().expect("no window has a target")

@@ -62,7 +62,7 @@ fn imports_a_seed_state_dict_and_matches_pytorch() {
         ("seed_lstm_h8.pth", None),
         ("seed_lstm_h8_checkpoint.pth", Some("model_state_dict")),
     ] {
-        let out = common::tmp_dir(file);
+        let (_scratch, out) = common::tmp_dir(file);
         let meta = import(&dir.join(file), &out, options(key)).unwrap();
         assert_eq!(
             meta.architecture,
@@ -79,7 +79,7 @@ fn imports_a_seed_state_dict_and_matches_pytorch() {
 
 #[test]
 fn import_errors_name_the_file() {
-    let out = common::tmp_dir("bad-import");
+    let (_scratch, out) = common::tmp_dir("bad-import");
     let not_pth = common::seed_data("training_data.csv");
     let err = import(&not_pth, &out, options(None))
         .unwrap_err()

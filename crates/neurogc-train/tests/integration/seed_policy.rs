@@ -44,7 +44,7 @@ impl GcControl for CountingGc {
 
 #[test]
 fn a_trained_model_fires_where_the_target_is_high() {
-    let out = tmp_dir("seed-policy");
+    let (_scratch, out) = tmp_dir("seed-policy");
     let mut c = config(lstm(32), 10, 60, out.clone());
     c.threshold = 0.55;
     let report = fit(&c);

@@ -41,7 +41,7 @@ fn every_kind_trains_on_the_seed_data_and_reloads_for_the_agent() {
     ];
     for (arch, window, epochs) in kinds {
         let name = arch.name();
-        let out = tmp_dir(name);
+        let (_scratch, out) = tmp_dir(name);
         let report = fit(&config(arch, window, epochs, out.clone()));
         assert!(
             report.parity_max_abs_diff <= 1e-5,
@@ -75,7 +75,7 @@ fn every_kind_trains_on_the_seed_data_and_reloads_for_the_agent() {
 #[test]
 fn same_seed_same_model_other_seed_other_model() {
     let weights = |seed: u64, name: &str| {
-        let out = tmp_dir(name);
+        let (_scratch, out) = tmp_dir(name);
         let mut c = config(lstm(8), 10, 2, out.clone());
         c.seed = seed;
         fit(&c);
@@ -93,7 +93,8 @@ fn same_seed_same_model_other_seed_other_model() {
 #[test]
 fn the_seed_target_rarely_crosses_its_own_threshold() {
     // The seed's heuristic on its own data: 2 of 248 rows exceed 0.7. The trainer says so.
-    let report = fit(&config(lstm(8), 10, 1, tmp_dir("warn")));
+    let (_scratch, out) = tmp_dir("warn");
+    let report = fit(&config(lstm(8), 10, 1, out));
     let warning = report
         .warnings
         .iter()

@@ -4,8 +4,6 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -14,6 +12,7 @@ use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+use neurogc_fuzzkit::ScratchDir;
 use neurogc_load::{LoadArgs, Row, Summary};
 
 /// What a test server does besides answering 200.
@@ -165,16 +164,9 @@ struct Cli {
     args: LoadArgs,
 }
 
-/// A fresh temporary directory per call.
-pub fn temp_dir(name: &str) -> PathBuf {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "neurogc-load-test-{}-{}-{name}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh temporary directory per call, removed when dropped.
+pub fn temp_dir(name: &str) -> ScratchDir {
+    ScratchDir::new(&format!("load-test-{name}"))
 }
 
 pub fn parse(argv: &[&str]) -> LoadArgs {
@@ -217,7 +209,6 @@ pub fn run_load(flags: &str) -> Output {
     let out = neurogc_load::read_json_lines(&json, "out.jsonl").unwrap();
     assert!(out.warnings.is_empty(), "{:?}", out.warnings);
     assert!(out.rows.iter().all(|r| r.kind == "second"));
-    let _ = std::fs::remove_dir_all(&dir);
     Output {
         seconds: out.rows,
         turns: out.turns,

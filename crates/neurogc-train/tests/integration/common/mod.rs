@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use neurogc_fuzzkit::ScratchDir;
 use neurogc_model::Architecture;
 use neurogc_train::dataset::{load_csv, Series};
 use neurogc_train::train::{train, TrainConfig, TrainReport};
@@ -24,11 +25,12 @@ pub fn seed_series() -> Vec<Series> {
         .collect()
 }
 
-pub fn tmp_dir(name: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("neurogc-train-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+/// A path that does not exist yet (`name` in a scratch directory), for a test's output; the
+/// scratch directory goes, with whatever the test wrote, when the guard is dropped.
+pub fn tmp_dir(name: &str) -> (ScratchDir, PathBuf) {
+    let scratch = ScratchDir::new("train-test");
+    let path = scratch.join(name);
+    (scratch, path)
 }
 
 pub fn config(
