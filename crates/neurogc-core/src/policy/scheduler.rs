@@ -12,7 +12,9 @@
 //! - **re-freeze** (unfreeze, collect, freeze) when the frozen part has gone stale: RSS keeps
 //!   growing past what it was at the freeze while the unfrozen part is collected on time, which
 //!   is garbage only an unfrozen collection can free. A re-freeze that gives little back makes
-//!   the next one wait for twice the growth (learned from outcome);
+//!   the next one wait for twice the growth (learned from outcome); one that frees much of the
+//!   frozen heap found a heap that turns over: it stays unfrozen, and CPython's own rule for
+//!   full collections is given back beside the growth trigger;
 //! - **choose the moment**: a pause is paid by the requests in flight and those arriving during
 //!   it, so the scheduler waits for nothing in flight and a high chance that the predicted pause
 //!   passes without an arrival ([`crate::traffic`]); a need that finds no quiet window within
@@ -203,7 +205,8 @@ pub struct Scheduler {
     stretch: f64,
     /// A collection in a quiet window could come at any moment: ticks are fast.
     quiet_worth_watching: bool,
-    /// CPython's full collections are held back (from the end of the warm-up).
+    /// CPython's full collections were held back at the end of the warm-up (and stay held
+    /// unless the heap is left unfrozen, see `threshold2`).
     held: bool,
     /// The last collection for memory growth, of what the freeze left, freed next to nothing.
     growth_freed_little: bool,
@@ -970,13 +973,10 @@ impl Scheduler {
                     self.no_freeze = true;
                     self.frozen = false;
                     self.freed_per_work = Estimate::new();
-                    // Unfrozen, the heap is CPython's own case again: its rule (objects
-                    // promoted since the last full collection against a quarter of the old
-                    // generation) collects it as often as the default does; the growth trigger
+                    // Unfrozen, the heap is CPython's own case again: its rule collects it as
+                    // often as the default does (growth alone waited for twice the garbage, and
+                    // a pause grows with what it frees: docs/scheduler.md); the growth trigger
                     // stays for the memory that rule does not count (cycle-leak's payloads).
-                    // Growth alone waited for about twice the garbage on growing-cache: 100 k
-                    // objects freed against the default's 55-65 k, pauses of 400 ms against
-                    // 240 ms, for a pause grows with what it frees.
                     let mut t = gc.threshold()?;
                     let given_back = self.threshold2.filter(|_| t[2] == HELD_BACK);
                     if let Some(t2) = given_back {
