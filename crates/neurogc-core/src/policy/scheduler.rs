@@ -14,7 +14,7 @@
 //!   is garbage only an unfrozen collection can free. A re-freeze that gives little back makes
 //!   the next one wait for twice the growth (learned from outcome); one that frees much of the
 //!   frozen heap found a heap that turns over: it stays unfrozen, and CPython's own rule for
-//!   full collections is given back beside the growth trigger;
+//!   full collections is given back (memory growth no longer collects; the guard still does);
 //! - **choose the moment**: a pause is paid by the requests in flight and those arriving during
 //!   it, so the scheduler waits for nothing in flight and a high chance that the predicted pause
 //!   passes without an arrival ([`crate::traffic`]); a need that finds no quiet window within
@@ -215,6 +215,9 @@ pub struct Scheduler {
     /// CPython's `threshold2` when the scheduler held it back, given back when the heap is
     /// left unfrozen.
     threshold2: Option<u64>,
+    /// `threshold2` was given back: CPython's rule collects the whole heap as under the
+    /// default, and memory growth no longer does (the guard still does).
+    cpython_rule: bool,
     /// A model trained on the service (`neurogc:MODEL_DIR`): its priors stand in for the
     /// built-in guesses until the scheduler's own collections teach it, and its net answers
     /// the quiet-window question.
@@ -403,6 +406,7 @@ impl Scheduler {
             growth_freed_little: false,
             no_freeze: false,
             threshold2: None,
+            cpython_rule: false,
             model: None,
             scratch: Vec::new(),
             net_answer: None,
@@ -728,7 +732,7 @@ impl Scheduler {
             });
         }
         let (grown, worth) = self.growth(obs)?;
-        if grown as f64 >= worth && !futile {
+        if grown as f64 >= worth && !futile && !self.cpython_rule {
             return Some(Plan::Collect {
                 why: format!(
                     "memory grew {} MiB since the last full collection (live {} MiB)",
@@ -973,15 +977,16 @@ impl Scheduler {
                     self.no_freeze = true;
                     self.frozen = false;
                     self.freed_per_work = Estimate::new();
-                    // Unfrozen, the heap is CPython's own case again: its rule collects it as
-                    // often as the default does (growth alone waited for twice the garbage, and
-                    // a pause grows with what it frees: docs/scheduler.md); the growth trigger
-                    // stays for the memory that rule does not count (cycle-leak's payloads).
+                    // Unfrozen, the heap is CPython's own case again: its rule alone collects it,
+                    // as often as the default does, with the guard under it (docs/scheduler.md:
+                    // the growth trigger waited for twice the garbage on growing-cache and fired
+                    // twice as often as the rule on cycle-leak).
                     let mut t = gc.threshold()?;
                     let given_back = self.threshold2.filter(|_| t[2] == HELD_BACK);
                     if let Some(t2) = given_back {
                         t[2] = t2;
                         gc.set_threshold(t)?;
+                        self.cpython_rule = true;
                     }
                     let rule = given_back.map_or(String::new(), |t2| {
                         format!("; set_threshold({}, {}, {t2})", t[0], t[1])
@@ -991,7 +996,7 @@ impl Scheduler {
                             "gc.unfreeze(); collect(2) -> {n} in {ms:.1} ms; left unfrozen{rule}"
                         ),
                         format!(
-                            "{why}; it freed over {:.0} % of the frozen objects: the heap turns over, a freeze only holds its garbage; CPython's own rule collects the whole heap again, beside the growth trigger; {context}",
+                            "{why}; it freed over {:.0} % of the frozen objects: the heap turns over, a freeze only holds its garbage; CPython's own rule collects the whole heap again, the guard under it; {context}",
                             TURNOVER_SHARE * 100.0
                         ),
                     ));
@@ -1711,10 +1716,14 @@ mod tests {
         let calls: Vec<&str> = gc.calls.iter().rev().take(2).map(String::as_str).collect();
         assert_eq!(calls, ["set_threshold([700, 10, 10])", "collect(2)"]);
         assert_eq!(gc.threshold, [700, 10, 10]);
-        // No freeze again; memory growth still collects (all of the heap now).
+        // No freeze again, and memory growth is CPython's rule's to collect, as under the
+        // default ...
         let a = s.tick(&mut gc, &obs(14.0, 190, None)).unwrap();
+        assert!(a.is_empty(), "{a:?}");
+        // ... with the guard under it (budget: 256 MiB over the 100 MiB after the warm-up).
+        let a = s.tick(&mut gc, &obs(15.0, 400, None)).unwrap();
         assert!(a.iter().all(|x| !x.action.contains("freeze")), "{a:?}");
-        assert!(a.iter().any(|x| x.reason.contains("grew")), "{a:?}");
+        assert!(a.iter().any(|x| x.reason.contains("guard")), "{a:?}");
     }
 
     #[test]
