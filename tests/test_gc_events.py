@@ -7,6 +7,9 @@ import gc
 import json
 import logging
 import os
+import signal
+import subprocess
+import sys
 import textwrap
 import threading
 import time
@@ -220,3 +223,53 @@ def test_demo_writes_gc_events(tmp_path, demo_server):
     )
     assert {r["generation"] for r in rows if r["reason"] == "policy"} == {"2"}
     server.stop()
+
+
+STOPPED_COLLECTION = """
+import gc, sys, time
+import neurogc
+
+class Node:
+    __slots__ = ("me",)
+
+    def __init__(self):
+        self.me = self
+
+heap = [Node() for _ in range(3_000_000)]
+agent = neurogc.start("default", interval=0.1, gc_events_csv=sys.argv[1])
+print("collecting", flush=True)
+sys.stdin.readline()
+t = time.perf_counter()
+gc.collect()
+print(f"wall {(time.perf_counter() - t) * 1e3:.1f}", flush=True)
+agent.stop()
+"""
+
+
+def test_a_stop_of_the_process_during_a_full_collection_is_not_its_pause(tmp_path):
+    """SIGSTOP in the middle of a full collection (the suite stops every server between its
+    turns): the row holds the collection's own time, not the seconds the process was stopped."""
+    path = tmp_path / "gc-events.csv"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", STOPPED_COLLECTION, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout.readline().strip() == "collecting"
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        # 3 M objects take a few hundred ms to scan: stopped 30 ms in, for 1.5 s.
+        time.sleep(0.03)
+        os.kill(proc.pid, signal.SIGSTOP)
+        time.sleep(1.5)
+        os.kill(proc.pid, signal.SIGCONT)
+        wall = float(proc.stdout.readline().split()[1])
+        assert proc.wait(timeout=30) == 0
+    finally:
+        proc.kill()
+    pauses = [float(r["pause_ms"]) for r in read_rows(path) if r["generation"] == "2"]
+    # The caller waited through the stop; the collection itself took well under it.
+    assert wall >= 1400, wall
+    assert pauses and 0 < max(pauses) < 1200, (pauses, wall)

@@ -7,10 +7,10 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
 use crate::fork::ForkGate;
-use neurogc_core::gcstats::{CollectionCause, GcEvent, GcTotals, GcWindow};
+use neurogc_core::gcstats::{self, CollectionCause, GcEvent, GcTotals, GcWindow};
 use neurogc_core::latency::RequestWindow;
 use neurogc_core::overlap::GcEpochs;
-use neurogc_core::policy::Intent;
+use neurogc_core::policy::{thread_cpu_ms, Intent};
 use neurogc_core::prometheus::{AgentTotals, RequestTotals};
 use neurogc_core::sample::Sample;
 use neurogc_core::traffic::ArrivalRing;
@@ -20,6 +20,10 @@ pub use neurogc_units::unix_now;
 #[derive(Clone, Copy, Debug)]
 struct Pending {
     started: Instant,
+    /// The collecting thread's CPU time then, ms, for a full collection (see
+    /// [`neurogc_core::gcstats::pause_ns`]). Not for young and middle ones: the clock is a
+    /// system call (about 0.5 µs), and a loop can run thousands of them a second.
+    cpu_ms: Option<f64>,
     start_time: f64,
     generation: u8,
     in_flight: Option<u32>,
@@ -234,6 +238,7 @@ impl Shared {
         });
         let pending = Pending {
             started: Instant::now(),
+            cpu_ms: (generation == 2).then(thread_cpu_ms),
             start_time: unix_now(),
             generation,
             in_flight,
@@ -246,6 +251,7 @@ impl Shared {
 
     pub fn gc_stopped(&self, generation: u8, collected: u64, uncollectable: u64) {
         let stopped = Instant::now();
+        let cpu_at_stop = (generation == 2).then(thread_cpu_ms);
         self.fork_gate.collection_stopped();
         self.epochs.stopped();
         if let Some(n) = self.collections.get(usize::from(generation)) {
@@ -262,11 +268,16 @@ impl Shared {
         }
         // A stop without its start (the agent began mid-collection) has no measurable pause.
         let (pause_ns, start_time, in_flight) = match gc.pending.take() {
-            Some(p) if p.generation == generation => (
-                u64::try_from((stopped - p.started).as_nanos()).unwrap_or(u64::MAX),
-                p.start_time,
-                p.in_flight,
-            ),
+            Some(p) if p.generation == generation => {
+                let wall = u64::try_from((stopped - p.started).as_nanos()).unwrap_or(u64::MAX);
+                let pause = match (p.cpu_ms, cpu_at_stop) {
+                    (Some(start), Some(stop)) => {
+                        gcstats::pause_ns(wall, ((stop - start).max(0.0) * 1e6) as u64)
+                    }
+                    _ => wall,
+                };
+                (pause, p.start_time, p.in_flight)
+            }
             _ => (0, unix_now(), None),
         };
         let event = GcEvent {
