@@ -141,6 +141,19 @@ impl Plan {
     }
 }
 
+/// Who runs the full collections.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum FullCollections {
+    /// CPython, as it would: the warm-up is not over.
+    Warming,
+    /// The scheduler: CPython's `threshold2` (kept to give back) is held out of reach.
+    Held { threshold2: u64 },
+    /// CPython again, `threshold2` given back: the heap is left unfrozen (it turns over), and
+    /// its rule alone collects it, as under the default; memory growth no longer does (the
+    /// guard still does).
+    GivenBack,
+}
+
 /// A collection the guard ran.
 #[derive(Clone, Copy, Debug)]
 struct GuardTurn {
@@ -205,19 +218,13 @@ pub struct Scheduler {
     stretch: f64,
     /// A collection in a quiet window could come at any moment: ticks are fast.
     quiet_worth_watching: bool,
-    /// CPython's full collections were held back at the end of the warm-up (and stay held
-    /// unless the heap is left unfrozen, see `threshold2`).
-    held: bool,
+    /// Who runs the full collections: CPython until the warm-up ends, then the scheduler,
+    /// or CPython again once the heap is left unfrozen.
+    full: FullCollections,
     /// The last collection for memory growth, of what the freeze left, freed next to nothing.
     growth_freed_little: bool,
     /// The heap turns over faster than a freeze lasts: it stays unfrozen.
     no_freeze: bool,
-    /// CPython's `threshold2` when the scheduler held it back, given back when the heap is
-    /// left unfrozen.
-    threshold2: Option<u64>,
-    /// `threshold2` was given back: CPython's rule collects the whole heap as under the
-    /// default, and memory growth no longer does (the guard still does).
-    cpython_rule: bool,
     /// A model trained on the service (`neurogc:MODEL_DIR`): its priors stand in for the
     /// built-in guesses until the scheduler's own collections teach it, and its net answers
     /// the quiet-window question.
@@ -402,11 +409,9 @@ impl Scheduler {
             young: None,
             stretch: 1.0,
             quiet_worth_watching: false,
-            held: false,
+            full: FullCollections::Warming,
             growth_freed_little: false,
             no_freeze: false,
-            threshold2: None,
-            cpython_rule: false,
             model: None,
             scratch: Vec::new(),
             net_answer: None,
@@ -732,7 +737,7 @@ impl Scheduler {
             });
         }
         let (grown, worth) = self.growth(obs)?;
-        if grown as f64 >= worth && !futile && !self.cpython_rule {
+        if grown as f64 >= worth && !futile && self.full != FullCollections::GivenBack {
             return Some(Plan::Collect {
                 why: format!(
                     "memory grew {} MiB since the last full collection (live {} MiB)",
@@ -982,11 +987,16 @@ impl Scheduler {
                     // the growth trigger waited for twice the garbage on growing-cache and fired
                     // twice as often as the rule on cycle-leak).
                     let mut t = gc.threshold()?;
-                    let given_back = self.threshold2.filter(|_| t[2] == HELD_BACK);
+                    let given_back = match self.full {
+                        FullCollections::Held { threshold2 } if t[2] == HELD_BACK => {
+                            Some(threshold2)
+                        }
+                        _ => None,
+                    };
                     if let Some(t2) = given_back {
                         t[2] = t2;
                         gc.set_threshold(t)?;
-                        self.cpython_rule = true;
+                        self.full = FullCollections::GivenBack;
                     }
                     let rule = given_back.map_or(String::new(), |t2| {
                         format!("; set_threshold({}, {}, {t2})", t[0], t[1])
@@ -1118,14 +1128,14 @@ impl Scheduler {
         gc: &mut dyn GcControl,
         obs: &Observation,
     ) -> Result<Option<Action>, GcError> {
-        if self.observing || self.held || obs.elapsed < self.cfg.warmup {
+        if self.observing || self.full != FullCollections::Warming || obs.elapsed < self.cfg.warmup
+        {
             return Ok(None);
         }
         let mut t = gc.threshold()?;
-        self.threshold2 = Some(t[2]);
+        self.full = FullCollections::Held { threshold2: t[2] };
         t[2] = HELD_BACK;
         gc.set_threshold(t)?;
-        self.held = true;
         Ok(Some(Action::new(
             format!("set_threshold({}, {}, {})", t[0], t[1], t[2]),
             "warm-up over: full collections are the scheduler's",
@@ -1229,7 +1239,10 @@ impl Policy for Scheduler {
 
     fn ready(&mut self, obs: &Observation) -> bool {
         self.asked = obs.elapsed;
-        if !self.observing && !self.held && obs.elapsed >= self.cfg.warmup {
+        if !self.observing
+            && self.full == FullCollections::Warming
+            && obs.elapsed >= self.cfg.warmup
+        {
             return true; // to hold CPython's full collections back
         }
         // A plan exists and its moment has come: cheap, and without the interpreter.
