@@ -9,6 +9,7 @@ use anyhow::{bail, Result};
 use neurogc_core::policy::{
     Collector as Runtime, GcControl, GcError, Intent, Observation, Policy, PolicySpec, Scheduler,
 };
+use neurogc_core::sample::Sample;
 use neurogc_core::traffic::{Traffic, RING};
 
 use crate::model::{Calibration, PauseFit};
@@ -168,6 +169,8 @@ pub struct SchedulerSim {
     origin: f64,
     next: f64,
     next_sample: f64,
+    /// At the last sample: (server seconds, requests ended, seconds served, collections' ms).
+    last_sample: (f64, usize, f64, f64),
     middle_per_request: f64,
     live_bytes: u64,
     ring: Vec<u64>,
@@ -220,8 +223,26 @@ impl Collector for SchedulerSim {
                 .map(|a| ((self.origin + a.max(0.0)) * 1e9) as u64),
         );
         let ring = std::mem::take(&mut self.ring);
-        let obs = self.observation(w, &ring, w.arrived);
         let sample_due = w.now >= self.next_sample;
+        // The sample's interval as the agent measures it: requests ended, and the CPU the
+        // process spent (serving and collecting).
+        let sample = sample_due.then(|| {
+            let (t, completed, served, gc_ms) = self.last_sample;
+            self.last_sample = (w.now, w.completed, w.served, self.gc.clock_ms);
+            let interval_s = (w.now - t).max(1e-9);
+            Sample {
+                interval_s,
+                requests: Some((w.completed - completed) as u64),
+                cpu: Some(
+                    100.0 * (w.served - served + (self.gc.clock_ms - gc_ms) / 1e3) / interval_s,
+                ),
+                ..Sample::default()
+            }
+        });
+        let obs = Observation {
+            sample: sample.as_ref(),
+            ..self.observation(w, &ring, w.arrived)
+        };
         if sample_due || self.policy.ready(&obs) {
             // A decision error is the simulated collector's, which has none.
             let _ = self.policy.tick(&mut self.gc, &obs);
@@ -317,6 +338,7 @@ pub fn build(spec: &str, cal: &Calibration, middle_per_request: f64) -> Result<B
                 origin: warm + 1.0,
                 next: 0.0,
                 next_sample: 1.0,
+                last_sample: (0.0, 0, 0.0, 0.0),
                 middle_per_request,
                 live_bytes: live,
                 ring: Vec::with_capacity(RING),

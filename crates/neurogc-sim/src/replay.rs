@@ -14,6 +14,8 @@ pub struct World<'a> {
     pub completed: usize,
     /// Arrived and not ended (waiting, or being served).
     pub in_flight: usize,
+    /// Seconds of work the ended requests took (the server's busy time, pauses aside).
+    pub served: f64,
     /// Every arrival of the trace (the first `arrived` are past).
     pub arrivals: &'a [f64],
 }
@@ -61,7 +63,7 @@ pub fn replay(arrivals: &[f64], work: &[f64], collector: &mut dyn Collector) -> 
     let mut remaining = 0.0; // of the request at the front
     let mut now = arrivals.first().copied().unwrap_or(0.0).min(0.0);
     let mut paused_until = f64::NEG_INFINITY;
-    let (mut next_arrival, mut completed) = (0usize, 0usize);
+    let (mut next_arrival, mut completed, mut served) = (0usize, 0usize, 0.0);
     let pause = |out: &mut Outcome, now: f64, paused_until: &mut f64, ms: f64, busy: bool| {
         if ms <= 0.0 {
             return;
@@ -88,11 +90,12 @@ pub fn replay(arrivals: &[f64], work: &[f64], collector: &mut dyn Collector) -> 
             remaining -= (t - now.max(paused_until)).max(0.0);
         }
         now = t;
-        let world = |arrived: usize, completed: usize, in_flight: usize| World {
+        let world = |arrived: usize, completed: usize, in_flight: usize, served: f64| World {
             now,
             arrived,
             completed,
             in_flight,
+            served,
             arrivals,
         };
         if !queue.is_empty() && t_done <= t {
@@ -100,8 +103,9 @@ pub fn replay(arrivals: &[f64], work: &[f64], collector: &mut dyn Collector) -> 
             out.done[i] = now;
             out.latency[i] = now - arrivals[i];
             completed += 1;
+            served += work[i];
             remaining = queue.front().map_or(0.0, |&j| work[j]);
-            let w = world(next_arrival, completed, queue.len());
+            let w = world(next_arrival, completed, queue.len(), served);
             if let Some(ms) = collector.request_done(&w) {
                 pause(&mut out, now, &mut paused_until, ms, !queue.is_empty());
             }
@@ -114,7 +118,7 @@ pub fn replay(arrivals: &[f64], work: &[f64], collector: &mut dyn Collector) -> 
             next_arrival += 1;
         }
         if t_look <= now {
-            let w = world(next_arrival, completed, queue.len());
+            let w = world(next_arrival, completed, queue.len(), served);
             if let Some(ms) = collector.look(&w) {
                 pause(&mut out, now, &mut paused_until, ms, !queue.is_empty());
             }
