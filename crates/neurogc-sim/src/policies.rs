@@ -332,13 +332,15 @@ pub fn build(spec: &str, cal: &Calibration, middle_per_request: f64) -> Result<B
             let _ = policy.start(&mut gc, &at(0.0));
             let _ = policy.tick(&mut gc, &at(warm));
             gc.owed_ms = 0.0;
+            // The freeze's collection is no part of the first second's CPU.
+            let gc_ms = gc.clock_ms;
             Box::new(SchedulerSim {
                 policy,
                 gc,
                 origin: warm + 1.0,
                 next: 0.0,
                 next_sample: 1.0,
-                last_sample: (0.0, 0, 0.0, 0.0),
+                last_sample: (0.0, 0, 0.0, gc_ms),
                 middle_per_request,
                 live_bytes: live,
                 ring: Vec::with_capacity(RING),
@@ -349,8 +351,8 @@ pub fn build(spec: &str, cal: &Calibration, middle_per_request: f64) -> Result<B
              takes as recorded"
         ),
         PolicySpec::NeurogcSeed { .. } => bail!(
-            "{spec}: not modelled: the seed's model reads the process's samples, which the \
-             replay does not make"
+            "{spec}: not modelled: the seed's model reads the process's samples, of which the \
+             replay makes only the requests and the CPU"
         ),
         PolicySpec::Explore { .. } => {
             bail!("{spec}: not modelled: its collections come at random moments; replay `default`")

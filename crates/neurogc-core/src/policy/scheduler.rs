@@ -198,9 +198,11 @@ pub struct Scheduler {
     /// Objects a collection (not a freeze or re-freeze) freed per unit of work since the
     /// last full collection: what the next one is expected to free.
     freed_per_work: Estimate,
-    /// The process's CPU time (ms) per unit of work, from the samples: times the rate, the
-    /// share of the time the service is busy ([`queue_factor`]).
+    /// The process's CPU time (ms) per request, from the samples: times the rate, the share of
+    /// the time the service is busy ([`queue_factor`]).
     cpu_per_work: Estimate,
+    /// When the scheduler last collected the whole heap (freeze, re-freeze, or unfrozen).
+    whole_heap_at: Duration,
     /// RSS when the heap was (re-)frozen.
     in_use_at_freeze: Option<u64>,
     /// Reported once: live memory above the budget.
@@ -283,6 +285,10 @@ const TURNOVER_SHARE: f64 = 0.4;
 pub const LOW_YIELD: f64 = 200.0;
 const MAX_STRETCH: f64 = 64.0;
 
+/// A collection shorter than this (ms) is not judged by its yield: its fixed cost is much of it,
+/// and it costs too little to stretch the cadence for.
+const JUDGED_MS: f64 = 5.0;
+
 /// The share of requests the old generation's collections may delay: below it their pauses stay
 /// out of the p99 (half of its 1 %, for the requests a pause delays that the model misses).
 pub const TAIL_SHARE: f64 = 0.005;
@@ -297,7 +303,7 @@ fn tail_room(rate: f64, b: f64, queue: f64) -> f64 {
 /// How many times its own length a pause delays arrivals at utilisation `busy` (the share of
 /// the time the service is serving): the requests arriving during the pause wait, and so do those
 /// arriving while the queue it left drains, at the rate `1 - busy` the service has to spare:
-/// `1 / (1 - busy)`. (Counted as the pause alone, churn at 65 % busy looked able to keep 35-49 ms
+/// `1 / (1 - busy)`. (Counted as the pause alone, churn at 65 % busy looked able to keep 34-49 ms
 /// pauses every 986 requests out of its p99, and they made it 2.7× `freeze:3`'s.) At most 10:
 /// beyond 90 % busy the service's own queue is the tail.
 fn queue_factor(busy: f64) -> f64 {
@@ -417,6 +423,7 @@ impl Scheduler {
             pause_model: PauseModel::default(),
             freed_per_work: Estimate::new(),
             cpu_per_work: Estimate::new(),
+            whole_heap_at: Duration::ZERO,
             in_use_at_freeze: None,
             over_budget_said: false,
             warm: false,
@@ -577,27 +584,35 @@ impl Scheduler {
         }
     }
 
-    /// Learns the CPU time per unit of work from a sample's interval, where it did enough work
-    /// to say (an interval the process spent stopped or idle does not).
+    /// Learns the CPU time per request from a sample's interval, where it served enough
+    /// requests to say (an interval the process spent stopped or idle does not), and after the
+    /// warm-up and the last collection of the whole heap (start-up and one-off pauses of
+    /// hundreds of ms are no part of serving a request). The process's CPU is counted up to one
+    /// core: more is threads outside the interpreter, which the requests do not wait for.
     fn learn_load(&mut self, obs: &Observation) {
-        let Some(s) = obs.sample else {
+        let (Some(s), Some(_)) = (obs.sample, obs.traffic) else {
             return;
         };
-        let work = Self::sample_work(obs, s);
-        let enough = if obs.traffic.is_some() { 20.0 } else { 0.5 };
-        if let Some(cpu) = s
-            .cpu
-            .filter(|c| c.is_finite() && *c >= 0.0 && work >= enough)
-        {
-            self.cpu_per_work
-                .add(cpu / 100.0 * s.interval_s * 1e3 / work);
+        let began = obs.elapsed.as_secs_f64() - s.interval_s;
+        let settled =
+            began >= self.cfg.warmup.as_secs_f64() && began >= self.whole_heap_at.as_secs_f64();
+        let requests = s.requests.unwrap_or(0) as f64;
+        let Some(cpu) = s.cpu.filter(|c| c.is_finite() && *c >= 0.0) else {
+            return;
+        };
+        let ms = cpu.min(100.0) / 100.0 * s.interval_s * 1e3 / requests;
+        if settled && requests >= 20.0 && ms.is_finite() {
+            self.cpu_per_work.add(ms);
         }
     }
 
-    /// [`queue_factor`] at `rate` units of work a second (1 until a sample has said how busy
-    /// the service is).
-    fn queue(&self, rate: f64) -> f64 {
-        queue_factor(self.cpu_per_work.or(0.0) * rate / 1e3)
+    /// [`queue_factor`] at `rate` requests a second: 1 until a sample has said how busy the
+    /// service is, and where no middleware counts requests (no queue of them to drain).
+    fn queue(&self, obs: &Observation, rate: f64) -> f64 {
+        match (obs.traffic, self.cpu_per_work.value) {
+            (Some(_), Some(ms)) => queue_factor(ms * rate / 1e3),
+            _ => 1.0,
+        }
     }
 
     /// Whether anything reached the old generation since the last full collection. Only a
@@ -644,7 +659,7 @@ impl Scheduler {
                 let (rate, in_flight) = obs
                     .traffic
                     .map_or((1.0, 0.0), |t| (t.rate().max(1e-9), 1.0));
-                let queue = self.queue(rate);
+                let queue = self.queue(obs, rate);
                 let tail_room = tail_room(rate, b, queue);
                 // ms of pause per unit of work the CPU budget leaves for the live part.
                 let cpu_room = 1e3 * self.cfg.cpu / rate - b;
@@ -973,6 +988,9 @@ impl Scheduler {
                 whole_heap: !self.frozen || matches!(plan, Plan::Refreeze { .. }),
             });
         }
+        if !self.frozen || !matches!(plan, Plan::Collect { .. }) {
+            self.whole_heap_at = obs.elapsed;
+        }
         let mut actions = Vec::new();
         match plan {
             Plan::Collect { why, trigger } => {
@@ -1110,7 +1128,7 @@ impl Scheduler {
         let freed_per_ms = collected as f64 / ms.max(0.1);
         if freed_per_ms >= LOW_YIELD {
             self.stretch = 1.0;
-        } else if due && ms > self.cfg.pause.as_secs_f64() * 1e3 {
+        } else if due && ms > JUDGED_MS {
             self.stretch = (self.stretch * 2.0).min(MAX_STRETCH);
         }
     }
@@ -1142,7 +1160,7 @@ impl Scheduler {
         }
         // Whether full pauses are in the p99: until the pause model says otherwise, they are.
         let rate = obs.traffic.map_or(1.0, |t| t.rate());
-        let queue = self.queue(rate);
+        let queue = self.queue(obs, rate);
         let full_in_tail = self
             .pause_fit(obs)
             .is_none_or(|(_, b)| tail_room(rate, b, queue) <= 0.0);
@@ -1825,7 +1843,7 @@ mod tests {
         s.learn_yield(1000, 40.0, true);
         assert_eq!(s.stretch, 4.0);
         // A cheap collection says nothing either way.
-        s.learn_yield(0, 1.0, true);
+        s.learn_yield(0, 4.5, true);
         // Nor does a slow one that was not due (memory grew, or a quiet moment).
         s.learn_yield(0, 40.0, false);
         assert_eq!(s.stretch, 4.0);
@@ -2018,23 +2036,66 @@ mod tests {
             requests: Some(200),
             ..Default::default()
         };
-        s.learn_load(&Observation {
-            sample: Some(&sample),
-            ..obs(1.0, 100, Some(steady))
-        });
-        let c = s.cadence(&obs(1.0, 100, Some(steady)));
+        let learn = |s: &mut Scheduler, sample: &crate::sample::Sample, at: f64| {
+            s.learn_load(&Observation {
+                sample: Some(sample),
+                ..obs(at, 100, Some(steady))
+            })
+        };
+        // Not from the warm-up (3 s): its CPU builds the heap.
+        learn(&mut s, &sample, 3.5);
+        assert_eq!(s.cpu_per_work.value, None);
+        learn(&mut s, &sample, 10.0);
+        let learned = s.cpu_per_work.value.expect("learned");
+        assert!((learned - 3.0).abs() < 1e-9, "{learned}");
+        let o = obs(10.0, 100, Some(steady));
+        let q = s.queue(&o, 200.0);
+        assert!((q - 2.5).abs() < 1e-9, "{q}");
+        assert_eq!(s.queue(&obs(10.0, 100, None), 200.0), 1.0);
+        let c = s.cadence(&o);
         assert!((c - 25.0).abs() < 1e-6, "{c}");
-        // An interval of a stopped process (a few requests) says nothing of the load.
+        // An interval of a stopped process (a few requests) says nothing of the load, nor does
+        // one with the scheduler's collection of the whole heap in it.
         let stopped = crate::sample::Sample {
             cpu: Some(0.5),
             requests: Some(1),
-            ..sample
+            ..sample.clone()
         };
-        s.learn_load(&Observation {
-            sample: Some(&stopped),
-            ..obs(1.0, 100, Some(steady))
-        });
-        assert_eq!(s.cadence(&obs(1.0, 100, Some(steady))), c);
+        learn(&mut s, &stopped, 11.0);
+        s.whole_heap_at = Duration::from_secs_f64(11.5);
+        let refrozen = crate::sample::Sample {
+            cpu: Some(95.0),
+            ..sample.clone()
+        };
+        learn(&mut s, &refrozen, 12.0);
+        assert_eq!(s.cpu_per_work.value, Some(learned));
+        // A process's CPU beyond one core is threads the requests do not wait for.
+        let threads = crate::sample::Sample {
+            cpu: Some(400.0),
+            ..sample.clone()
+        };
+        learn(&mut s, &threads, 13.0);
+        let ms = s.cpu_per_work.value.expect("learned");
+        assert!(
+            (ms - (learned + 0.3 * (5.0 - learned))).abs() < 1e-9,
+            "{ms}"
+        );
+        // Where a pause's queue is small (30 % busy at 200 req/s, q = 1/0.7), the cadence
+        // that keeps the pauses out of the p99 counts it: 10 ms pauses of what stays live and
+        // 0.001 ms per request of garbage, every (200·10·q/1000 + 1) / (0.005 − 200·0.001·q/1000).
+        let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
+        for w in [100.0, 400.0, 1000.0, 2000.0] {
+            s.pause_model.add(w, 10.0 + 0.001 * w);
+        }
+        let light = crate::sample::Sample {
+            cpu: Some(30.0),
+            ..sample.clone()
+        };
+        learn(&mut s, &light, 10.0);
+        let (rate, q) = (steady.rate(), 1.0 / (1.0 - 0.3 / 200.0 * steady.rate()));
+        let want = (rate * 10.0 * q / 1e3 + 1.0) / (0.005 - rate * 0.001 * q / 1e3);
+        let c = s.cadence(&o);
+        assert!((c - want).abs() < 1e-6 && c > 700.0, "{c} {want}");
         // Counted in requests where a middleware counts them: idle or stopped time is no work.
         let arrivals = [0u64, 1_000_000];
         let traffic = Traffic {
