@@ -576,14 +576,6 @@ impl Scheduler {
             .map_or(obs.elapsed.as_secs_f64(), |t| t.total as f64)
     }
 
-    /// The work done in a sample's interval (see [`Scheduler::work`]).
-    fn sample_work(obs: &Observation, s: &crate::sample::Sample) -> f64 {
-        match obs.traffic {
-            Some(_) => s.requests.unwrap_or(0) as f64,
-            None => s.interval_s,
-        }
-    }
-
     /// Learns the CPU time per request from a sample's interval, where it served enough
     /// requests to say (an interval the process spent stopped or idle does not), and after the
     /// warm-up and the last collection of the whole heap (start-up and one-off pauses of
@@ -1167,7 +1159,10 @@ impl Scheduler {
         let Some(tuner) = self.young.as_mut() else {
             return Ok(None);
         };
-        let work = Self::sample_work(obs, s);
+        let work = match obs.traffic {
+            Some(_) => s.requests.unwrap_or(0) as f64,
+            None => s.interval_s,
+        };
         let window = Window::of_sample(
             s.interval_s,
             work,
