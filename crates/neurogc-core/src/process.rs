@@ -187,6 +187,23 @@ impl HeapFree {
     }
 }
 
+/// This thread's CPU time, ms: what a collection run on it cost (a wall clock would also count
+/// a stopped or descheduled process).
+pub fn thread_cpu_ms() -> f64 {
+    cpu_clock_ms(libc::CLOCK_THREAD_CPUTIME_ID).unwrap_or(0.0)
+}
+
+/// One of the kernel's CPU clocks (this thread's, this process's), ms.
+fn cpu_clock_ms(clock: libc::clockid_t) -> Option<f64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec we pass; no other memory is involved.
+    let ok = unsafe { libc::clock_gettime(clock, &mut ts) } == 0;
+    ok.then(|| ts.tv_sec as f64 * 1e3 + ts.tv_nsec as f64 / 1e6)
+}
+
 fn page_size() -> u64 {
     // SAFETY: sysconf has no preconditions; it returns -1 on error, handled below.
     let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
@@ -254,16 +271,7 @@ mod tests {
         // Against the kernel's own CPU clock for the process, not the wall: on a busy machine the
         // loop gets less than a core, and the reading must say so, not be near 100 %.
         fn process_cpu_s() -> f64 {
-            let mut ts = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            };
-            // SAFETY: clock_gettime writes the timespec we pass; no other memory is involved.
-            assert_eq!(
-                unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) },
-                0
-            );
-            ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+            cpu_clock_ms(libc::CLOCK_PROCESS_CPUTIME_ID).expect("process CPU clock") / 1e3
         }
         let reader = ProcessReader::new("/proc");
         let before = reader.read();

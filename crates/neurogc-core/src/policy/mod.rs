@@ -15,6 +15,7 @@ pub mod spec;
 pub mod stagger;
 pub mod young;
 
+use crate::process::thread_cpu_ms;
 use std::time::Duration;
 
 pub use explore::ExplorePolicy;
@@ -134,21 +135,6 @@ pub trait GcControl {
     /// simulated collector answers with its simulated clock.
     fn cpu_ms(&mut self) -> f64 {
         thread_cpu_ms()
-    }
-}
-
-/// This thread's CPU time, ms.
-pub fn thread_cpu_ms() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec we pass; no other memory is involved.
-    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0;
-    if ok {
-        ts.tv_sec as f64 * 1e3 + ts.tv_nsec as f64 / 1e6
-    } else {
-        0.0
     }
 }
 
