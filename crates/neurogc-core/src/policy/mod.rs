@@ -8,6 +8,7 @@
 
 pub mod explore;
 pub mod guard;
+mod line;
 pub mod scheduler;
 pub mod seed;
 mod simple;

@@ -37,6 +37,7 @@ use std::time::Duration;
 use neurogc_model::scheduler::quiet_inputs;
 use neurogc_model::SchedulerModel;
 
+use super::line::Line;
 use super::young::{Window, YoungThreshold, YoungTuner};
 use super::{Action, Collector, GcControl, GcError, Intent, Observation, Policy, Trigger};
 
@@ -327,64 +328,35 @@ const STEP_OUT: f64 = 1.5;
 const WORTH_WAITING: f64 = 0.2;
 const PROBE_EVERY: u32 = 8;
 
-/// Pauses (ms) of collections of the unfrozen part against the seconds since the one before:
-/// the most recent ones, fitted by least squares to `a + b·t` (both at least 0).
+/// Pauses (ms) of collections of the unfrozen part against the work since the one before: the
+/// most recent ones, fitted to `a + b·w` ([`Line`]).
 #[derive(Clone, Debug, Default, PartialEq)]
 struct PauseModel {
-    points: std::collections::VecDeque<(f64, f64)>,
+    line: Line,
     /// `(a, b)` from a model of the service (per request), until three points exist.
     prior: Option<(f64, f64)>,
 }
 
 impl PauseModel {
-    const KEEP: usize = 16;
-
-    fn add(&mut self, t: f64, ms: f64) {
-        if self.points.len() == Self::KEEP {
-            self.points.pop_front();
-        }
-        self.points.push_back((t, ms));
+    fn add(&mut self, w: f64, ms: f64) {
+        self.line.add(w, ms);
     }
 
     /// The mean interval measured.
     fn mean_interval(&self) -> Option<f64> {
-        let n = self.points.len();
-        (n > 0).then(|| self.points.iter().map(|p| p.0).sum::<f64>() / n as f64)
+        let n = self.line.len();
+        (n > 0).then(|| self.line.xs().sum::<f64>() / n as f64)
     }
 
     /// The longest interval measured.
     fn longest_interval(&self) -> Option<f64> {
-        self.points.iter().map(|p| p.0).reduce(f64::max)
+        self.line.xs().reduce(f64::max)
     }
 
     /// `(a, b)` once three points exist; with one interval length only, all of the pause is
     /// taken as growth (`a` = 0).
     fn fit(&self) -> Option<(f64, f64)> {
-        if self.points.len() < 3 {
-            return None;
-        }
-        let n = self.points.len() as f64;
-        let (st, sp) = self
-            .points
-            .iter()
-            .fold((0.0, 0.0), |(a, b), (t, p)| (a + t, b + p));
-        let (mt, mp) = (st / n, sp / n);
-        let stt: f64 = self.points.iter().map(|(t, _)| (t - mt).powi(2)).sum();
-        let stp: f64 = self.points.iter().map(|(t, p)| (t - mt) * (p - mp)).sum();
-        if stt < 1e-9 * n {
-            return Some((0.0, mp / mt.max(1e-9)));
-        }
-        let b = (stp / stt).max(0.0);
-        let a = (mp - b * mt).max(0.0);
-        // A negative intercept clamped to 0: refit the slope through the origin.
-        let b = if mp - b * mt < 0.0 {
-            let num: f64 = self.points.iter().map(|(t, p)| t * p).sum();
-            let den: f64 = self.points.iter().map(|(t, _)| t * t).sum();
-            num / den
-        } else {
-            b
-        };
-        Some((a, b))
+        (self.line.len() >= 3).then(|| self.line.fit()).flatten()
     }
 }
 
