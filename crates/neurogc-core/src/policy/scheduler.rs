@@ -199,9 +199,9 @@ pub struct Scheduler {
     /// Objects a collection (not a freeze or re-freeze) freed per unit of work since the
     /// last full collection: what the next one is expected to free.
     freed_per_work: Estimate,
-    /// The process's CPU time (ms) per request, from the samples: times the rate, the share of
-    /// the time the service is busy ([`queue_factor`]).
-    cpu_per_work: Estimate,
+    /// The process's CPU time (ms a second) against the requests a second, a point per sample:
+    /// how busy the service is at a rate ([`Scheduler::busy`], [`queue_factor`]).
+    load: Line,
     /// When the scheduler last collected the whole heap (freeze, re-freeze, or unfrozen).
     whole_heap_at: Duration,
     /// RSS when the heap was (re-)frozen.
@@ -324,6 +324,11 @@ const WAIT_HEADROOM: f64 = 1.25;
 /// made the cadence 204 and 609 requests: those collections paused 117-200 ms against 13-18 ms.)
 const STEP_OUT: f64 = 1.5;
 
+/// How far apart (a ratio) the samples' request rates must be before the CPU time they took is
+/// split into a fixed part and a part per request ([`Scheduler::busy`]): closer together, the
+/// slope is the noise of a few samples.
+const RATE_SPREAD: f64 = 1.5;
+
 /// Below this share of needed collections that found a quiet window, they stop waiting.
 const WORTH_WAITING: f64 = 0.2;
 const PROBE_EVERY: u32 = 8;
@@ -394,7 +399,7 @@ impl Scheduler {
             pause_refreeze: Estimate::new(),
             pause_model: PauseModel::default(),
             freed_per_work: Estimate::new(),
-            cpu_per_work: Estimate::new(),
+            load: Line::default(),
             whole_heap_at: Duration::ZERO,
             in_use_at_freeze: None,
             over_budget_said: false,
@@ -548,11 +553,11 @@ impl Scheduler {
             .map_or(obs.elapsed.as_secs_f64(), |t| t.total as f64)
     }
 
-    /// Learns the CPU time per request from a sample's interval, where it served enough
-    /// requests to say (an interval the process spent stopped or idle does not), and after the
-    /// warm-up and the last collection of the whole heap (start-up and one-off pauses of
-    /// hundreds of ms are no part of serving a request). The process's CPU is counted up to one
-    /// core: more is threads outside the interpreter, which the requests do not wait for.
+    /// Learns how busy the service is from a sample's interval, where it served enough requests
+    /// to say (an interval the process spent stopped or idle does not), and after the warm-up
+    /// and the last collection of the whole heap (start-up and one-off pauses of hundreds of ms
+    /// are no part of serving a request). The process's CPU is counted up to one core: more is
+    /// threads outside the interpreter, which the requests do not wait for.
     fn learn_load(&mut self, obs: &Observation) {
         let (Some(s), Some(_)) = (obs.sample, obs.traffic) else {
             return;
@@ -564,17 +569,37 @@ impl Scheduler {
         let Some(cpu) = s.cpu.filter(|c| c.is_finite() && *c >= 0.0) else {
             return;
         };
-        let ms = cpu.min(100.0) / 100.0 * s.interval_s * 1e3 / requests;
-        if settled && requests >= 20.0 && ms.is_finite() {
-            self.cpu_per_work.add(ms);
+        let (rate, ms) = (requests / s.interval_s, cpu.min(100.0) * 10.0);
+        if settled && requests >= 20.0 && rate.is_finite() {
+            self.load.add(rate, ms);
         }
+    }
+
+    /// The share of the time the service is busy at `rate` requests a second, from the samples'
+    /// CPU time against their rates: a fixed part (threads and timers that run whatever the
+    /// traffic) and a part per request. Where the samples' rates are too close together to tell
+    /// the two apart, all of it is per request. (Charged per request, a light stretch's
+    /// background work made each request look dearer, and a burst after it look busier than
+    /// it was.)
+    fn busy(&self, rate: f64) -> Option<f64> {
+        let (lo, hi) = self
+            .load
+            .xs()
+            .fold((f64::INFINITY, 0.0_f64), |(l, h), x| (l.min(x), h.max(x)));
+        let ms = if hi >= RATE_SPREAD * lo {
+            let (a, b) = self.load.fit()?;
+            a + b * rate
+        } else {
+            self.load.ratio()? * rate
+        };
+        Some(ms / 1e3)
     }
 
     /// [`queue_factor`] at `rate` requests a second: 1 until a sample has said how busy the
     /// service is, and where no middleware counts requests (no queue of them to drain).
     fn queue(&self, obs: &Observation, rate: f64) -> f64 {
-        match (obs.traffic, self.cpu_per_work.value) {
-            (Some(_), Some(ms)) => queue_factor(ms * rate / 1e3),
+        match (obs.traffic, self.busy(rate)) {
+            (Some(_), Some(busy)) => queue_factor(busy),
             _ => 1.0,
         }
     }
@@ -1913,6 +1938,44 @@ mod tests {
     }
 
     #[test]
+    fn background_work_is_not_charged_to_the_requests() {
+        // 5 ms a request and 100 ms a second of the service's own (a timer, a thread).
+        let arrivals = steady_arrivals();
+        let traffic = Traffic {
+            in_flight: 0,
+            now_ns: 500_000_000,
+            arrivals: &arrivals,
+            total: 100,
+        };
+        let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
+        let learn = |s: &mut Scheduler, requests: u64, at: f64| {
+            let sample = crate::sample::Sample {
+                cpu: Some((100.0 + 5.0 * requests as f64) / 10.0),
+                interval_s: 1.0,
+                requests: Some(requests),
+                ..Default::default()
+            };
+            s.learn_load(&Observation {
+                sample: Some(&sample),
+                ..obs(at, 100, Some(traffic))
+            });
+        };
+        // After a light stretch only, each request looks to cost 7 ms: 150 req/s would be
+        // over capacity (q at its cap of 10).
+        for at in 10..14 {
+            learn(&mut s, 50, f64::from(at));
+        }
+        let busy = s.busy(150.0).expect("learned");
+        assert!((busy - 1.05).abs() < 1e-9, "{busy}");
+        // Rates 1.5× apart or more split the fixed part from the part per request.
+        learn(&mut s, 100, 14.0);
+        for (rate, want) in [(150.0, 0.85), (50.0, 0.35), (0.0, 0.1)] {
+            let busy = s.busy(rate).expect("learned");
+            assert!((busy - want).abs() < 1e-9, "{rate}: {busy}");
+        }
+    }
+
+    #[test]
     fn the_cadence_follows_the_pause_model() {
         let o = obs(1.0, 100, None);
         let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
@@ -2011,10 +2074,11 @@ mod tests {
         };
         // Not from the warm-up (3 s): its CPU builds the heap.
         learn(&mut s, &sample, 3.5);
-        assert_eq!(s.cpu_per_work.value, None);
+        assert_eq!(s.busy(200.0), None);
         learn(&mut s, &sample, 10.0);
-        let learned = s.cpu_per_work.value.expect("learned");
-        assert!((learned - 3.0).abs() < 1e-9, "{learned}");
+        // 3 ms a request.
+        let learned = s.busy(200.0).expect("learned");
+        assert!((learned - 0.6).abs() < 1e-9, "{learned}");
         let o = obs(10.0, 100, Some(steady));
         let q = s.queue(&o, 200.0);
         assert!((q - 2.5).abs() < 1e-9, "{q}");
@@ -2035,18 +2099,16 @@ mod tests {
             ..sample.clone()
         };
         learn(&mut s, &refrozen, 12.0);
-        assert_eq!(s.cpu_per_work.value, Some(learned));
+        assert_eq!(s.busy(200.0), Some(learned));
         // A process's CPU beyond one core is threads the requests do not wait for.
         let threads = crate::sample::Sample {
             cpu: Some(400.0),
             ..sample.clone()
         };
         learn(&mut s, &threads, 13.0);
-        let ms = s.cpu_per_work.value.expect("learned");
-        assert!(
-            (ms - (learned + 0.3 * (5.0 - learned))).abs() < 1e-9,
-            "{ms}"
-        );
+        // One core at 200 req/s beside 60 % at 200 req/s: 4 ms a request.
+        let busy = s.busy(200.0).expect("learned");
+        assert!((busy - 0.8).abs() < 1e-9, "{busy}");
         // Where a pause's queue is small (30 % busy at 200 req/s, q = 1/0.7), the cadence
         // that keeps the pauses out of the p99 counts it: 10 ms pauses of what stays live and
         // 0.001 ms per request of garbage, every (200·10·q/1000 + 1) / (0.005 − 200·0.001·q/1000).
