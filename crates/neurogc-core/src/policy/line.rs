@@ -1,6 +1,7 @@
-//! A straight line `y = a + b·x` through the most recent points, both coefficients at least 0:
-//! what the scheduler fits where a cost has a fixed part and a part that grows (a pause against
-//! the time since the last collection, the CPU time against the request rate).
+//! A straight line `y = a + b·x` through the most recent points (all `x, y ≥ 0`), both
+//! coefficients at least 0: what the scheduler fits where a cost has a fixed part and a part
+//! that grows (a pause against the work since the last collection, the CPU time against the
+//! request rate).
 
 use std::collections::VecDeque;
 

@@ -73,8 +73,9 @@ pub struct SchedulerConfig {
     /// through the simulator on the suite's churn run at 190 req/s, p99 9.3 ms at 5 ms, 8.8 at
     /// 3 ms, 8.4 at 2 ms and below, against `freeze:3`'s 7.4.)
     pub pause: Duration,
-    /// The share of the time the collections of the unfrozen part may take at most where their
-    /// pauses are in the p99 whatever the cadence: past it they come more rarely than every
+    /// The share of the time the collections of the unfrozen part should take at most where
+    /// their pauses are in the p99 whatever the cadence: past it they come more rarely than
+    /// every `a / b`, up to [`BUDGET_STRETCH`] times; where the garbage alone takes more, every
     /// `a / b`. (CPython's own rule after a freeze spends about 7 % on large-heap at 160 req/s:
     /// 20 collections of 15-30 ms per 6 s.)
     pub cpu: f64,
@@ -324,6 +325,11 @@ const WAIT_HEADROOM: f64 = 1.25;
 /// made the cadence 204 and 609 requests: those collections paused 117-200 ms against 13-18 ms.)
 const STEP_OUT: f64 = 1.5;
 
+/// How many times `a / b` the cadence may stretch to keep the collections within the CPU budget
+/// (pauses of up to `5a`): close to the garbage's own share, the budget would ask for pauses
+/// without bound, and at or over it nothing keeps it (then every `a / b`).
+const BUDGET_STRETCH: f64 = 4.0;
+
 /// How far apart (a ratio) the samples' request rates must be before the CPU time they took is
 /// split into a fixed part and a part per request ([`Scheduler::busy`]): closer together, the
 /// slope is the noise of a few samples.
@@ -570,27 +576,26 @@ impl Scheduler {
             return;
         };
         let (rate, ms) = (requests / s.interval_s, cpu.min(100.0) * 10.0);
-        if settled && requests >= 20.0 && rate.is_finite() {
+        // Not from a short interval (a sample cut by the end of a run): its rate is noise.
+        if settled && requests >= 20.0 && s.interval_s >= 0.5 && rate.is_finite() {
             self.load.add(rate, ms);
         }
     }
 
     /// The share of the time the service is busy at `rate` requests a second, from the samples'
     /// CPU time against their rates: a fixed part (threads and timers that run whatever the
-    /// traffic) and a part per request. Where the samples' rates are too close together to tell
-    /// the two apart, all of it is per request. (Charged per request, a light stretch's
-    /// background work made each request look dearer, and a burst after it look busier than
-    /// it was.)
+    /// traffic) and a part per request, where two samples or more lie at each end of a range of
+    /// rates [`RATE_SPREAD`] wide and the CPU time rises with the rate. Else all of it is per
+    /// request: a flat line from a few samples' noise would make a burst look as light as the
+    /// stretch before it. (Charged per request alone, a light stretch's background work made
+    /// each request look dearer, and a burst after it look busier than it was.)
     fn busy(&self, rate: f64) -> Option<f64> {
-        let (lo, hi) = self
-            .load
-            .xs()
-            .fold((f64::INFINITY, 0.0_f64), |(l, h), x| (l.min(x), h.max(x)));
-        let ms = if hi >= RATE_SPREAD * lo {
-            let (a, b) = self.load.fit()?;
-            a + b * rate
-        } else {
-            self.load.ratio()? * rate
+        let mut xs: Vec<f64> = self.load.xs().collect();
+        xs.sort_by(f64::total_cmp);
+        let spread = xs.len() >= 4 && xs[xs.len() - 2] >= RATE_SPREAD * xs[1];
+        let ms = match self.load.fit() {
+            Some((a, b)) if spread && b > 0.0 => a + b * rate,
+            _ => self.load.ratio()? * rate,
         };
         Some(ms / 1e3)
     }
@@ -635,10 +640,11 @@ impl Scheduler {
     /// less than half of itself for twice the pauses, whose time the queue adds to everyone's
     /// wait (in a single-server queue at 40-70 % busy, pauses of `2a` came within 1.02× of the
     /// best cadence's p99 in the median setting, collecting as often as 10 % of the time allows
-    /// 1.24×: bench/suite/cadence_queue.py). Rarer where that would take more than the CPU budget (`cpu=`:
-    /// `(a + b·w)` ms per `w / rate` s at most that share). Never so often that the pause goes
-    /// below the target (`pause=`), nor past [`STEP_OUT`] times the longest interval measured. Until the model has three points: 2 s of work or 400
-    /// requests.
+    /// 1.24×: bench/suite/cadence_queue.py). Rarer where that would take more than the CPU
+    /// budget (`cpu=`: `(a + b·w)` ms per `w / rate` s at most that share), up to
+    /// [`BUDGET_STRETCH`] times. Never so often that the pause goes below the target
+    /// (`pause=`), nor past [`STEP_OUT`] times the longest interval measured. Until the model has
+    /// three points: 2 s of work or 400 requests.
     pub fn cadence(&self, obs: &Observation) -> f64 {
         let (default, lo, hi) = if obs.traffic.is_some() {
             (400.0, 10.0, 100_000.0)
@@ -658,7 +664,7 @@ impl Scheduler {
                 let w = if tail_room > 0.0 {
                     (rate * a * queue / 1e3 + in_flight) / tail_room
                 } else if cpu_room > 0.0 {
-                    a / b.min(cpu_room)
+                    (a / b.min(cpu_room)).min(BUDGET_STRETCH * a / b)
                 } else {
                     a / b
                 };
@@ -1950,32 +1956,73 @@ mod tests {
             arrivals: &arrivals,
             total: 100,
         };
-        let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
-        let learn = |s: &mut Scheduler, requests: u64, at: f64| {
+        let learn = |s: &mut Scheduler, requests: u64, ms: f64| {
             let sample = crate::sample::Sample {
-                cpu: Some((100.0 + 5.0 * requests as f64) / 10.0),
+                cpu: Some(ms / 10.0),
                 interval_s: 1.0,
                 requests: Some(requests),
                 ..Default::default()
             };
             s.learn_load(&Observation {
                 sample: Some(&sample),
-                ..obs(at, 100, Some(traffic))
+                ..obs(10.0, 100, Some(traffic))
             });
+        };
+        let served = |requests: u64| 100.0 + 5.0 * requests as f64;
+        let close = |s: &Scheduler, rate: f64, want: f64| {
+            let busy = s.busy(rate).expect("learned");
+            assert!((busy - want).abs() < 1e-9, "at {rate}: {busy}, not {want}");
         };
         // After a light stretch only, each request looks to cost 7 ms: 150 req/s would be
         // over capacity (q at its cap of 10).
-        for at in 10..14 {
-            learn(&mut s, 50, f64::from(at));
+        let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
+        for _ in 0..4 {
+            learn(&mut s, 50, served(50));
         }
-        let busy = s.busy(150.0).expect("learned");
-        assert!((busy - 1.05).abs() < 1e-9, "{busy}");
-        // Rates 1.5× apart or more split the fixed part from the part per request.
-        learn(&mut s, 100, 14.0);
+        close(&s, 150.0, 1.05);
+        // One sample at twice the rate is not enough to split the two (a rate of one second
+        // may be noise): 2,000 ms over 300 requests.
+        learn(&mut s, 100, served(100));
+        close(&s, 150.0, 2000.0 / 300.0 * 0.15);
+        // Two at each end, 2× apart: the fixed part and the part per request.
+        learn(&mut s, 100, served(100));
         for (rate, want) in [(150.0, 0.85), (50.0, 0.35), (0.0, 0.1)] {
-            let busy = s.busy(rate).expect("learned");
-            assert!((busy - want).abs() < 1e-9, "{rate}: {busy}");
+            close(&s, rate, want);
         }
+        // Ends 1.49× apart are too close to tell; 1.5× are not.
+        for (high, split) in [(149, false), (150, true)] {
+            let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
+            for requests in [100, 100, high, high] {
+                learn(&mut s, requests, served(requests));
+            }
+            let ratio = (2.0 * served(100) + 2.0 * served(high)) / (200 + 2 * high) as f64;
+            let want = if split {
+                0.1 + 0.005 * 300.0
+            } else {
+                ratio * 0.3
+            };
+            close(&s, 300.0, want);
+        }
+        // CPU that does not rise with the rate (noise, a collection in the light stretch) is no
+        // fixed part: a flat line would make any burst look as light as the stretch before.
+        let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
+        for (requests, ms) in [(50, 350.0), (50, 350.0), (75, 340.0), (75, 340.0)] {
+            learn(&mut s, requests, ms);
+        }
+        close(&s, 150.0, 1380.0 / 250.0 * 0.15);
+        // Nor does a short interval teach anything (a sample cut by the end of a run).
+        let short = crate::sample::Sample {
+            cpu: Some(50.0),
+            interval_s: 0.1,
+            requests: Some(20),
+            ..Default::default()
+        };
+        let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
+        s.learn_load(&Observation {
+            sample: Some(&short),
+            ..obs(10.0, 100, Some(traffic))
+        });
+        assert_eq!(s.busy(100.0), None);
     }
 
     #[test]
@@ -2005,6 +2052,17 @@ mod tests {
         s.cfg.cpu = 0.015;
         let c = s.cadence(&o);
         assert!((c - 4.0).abs() < 1e-6, "{c}");
+        // Near the garbage's own share (10 ms/s against 1.1 %), the budget would ask for a
+        // collection every 20 s: at most 4 × a / b, every 8 s. Over it, every a / b again.
+        // (Measured up to 8 s, so that the step out from the longest interval is not what
+        // stops it.)
+        s.pause_model.add(8.0, 100.0);
+        s.cfg.cpu = 0.011;
+        let c = s.cadence(&o);
+        assert!((c - 8.0).abs() < 1e-6, "{c}");
+        s.cfg.cpu = 0.009;
+        let c = s.cadence(&o);
+        assert!((c - 2.0).abs() < 1e-6, "{c}");
         // Garbage alone over the budget (b = 120 ms/s): every a / b, pauses of 2a.
         let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
         for t in [0.5, 1.0, 2.0, 4.0] {
