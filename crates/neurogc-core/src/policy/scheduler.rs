@@ -1369,6 +1369,14 @@ mod tests {
     fn busy(arrivals: &[u64]) -> Traffic<'_> {
         Traffic {
             in_flight: 2,
+            ..idle(arrivals)
+        }
+    }
+
+    /// Nothing in flight right after those arrivals, 100 requests served.
+    fn idle(arrivals: &[u64]) -> Traffic<'_> {
+        Traffic {
+            in_flight: 0,
             now_ns: 500_000_000,
             arrivals,
             total: 100,
@@ -1950,12 +1958,7 @@ mod tests {
     fn background_work_is_not_charged_to_the_requests() {
         // 5 ms a request and 100 ms a second of the service's own (a timer, a thread).
         let arrivals = steady_arrivals();
-        let traffic = Traffic {
-            in_flight: 0,
-            now_ns: 500_000_000,
-            arrivals: &arrivals,
-            total: 100,
-        };
+        let traffic = idle(&arrivals);
         let learn = |s: &mut Scheduler, requests: u64, ms: f64| {
             let sample = crate::sample::Sample {
                 cpu: Some(ms / 10.0),
@@ -2101,12 +2104,7 @@ mod tests {
         // 0.001 ms per request of garbage, every (2 + 1) / (0.005 - 0.0002) ≈ 625 requests
         // (the rate is measured over the last arrivals).
         let arrivals = steady_arrivals();
-        let steady = Traffic {
-            in_flight: 0,
-            now_ns: 500_000_000,
-            arrivals: &arrivals,
-            total: 100,
-        };
+        let steady = idle(&arrivals);
         let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
         for w in [100.0, 400.0, 1000.0, 2000.0] {
             s.pause_model.add(w, 10.0 + 0.001 * w);
