@@ -29,6 +29,23 @@ impl Line {
         self.points.iter().map(|p| p.0)
     }
 
+    /// How far apart the points' `x` lie, as the ratio of the second largest to the second
+    /// smallest (one stray point does not make a range), once four points exist. Sorted on the
+    /// stack: the scheduler asks at every tick.
+    pub(crate) fn spread(&self) -> Option<f64> {
+        let n = self.points.len();
+        if n < 4 {
+            return None;
+        }
+        let mut xs = [0.0; Self::KEEP];
+        for (slot, x) in xs.iter_mut().zip(self.xs()) {
+            *slot = x;
+        }
+        let xs = &mut xs[..n];
+        xs.sort_by(f64::total_cmp);
+        Some(xs[n - 2] / xs[1])
+    }
+
     /// `(a, b)` by least squares, or `None` without a point. Where every `x` is the same, all
     /// of `y` is taken as growth (`a` = 0); a negative intercept is clamped to 0 and the slope
     /// refitted through the origin; a negative slope is 0 (the mean is all fixed).
@@ -109,6 +126,11 @@ mod tests {
         assert_eq!(l.len(), Line::KEEP);
         assert_eq!(l.xs().next(), Some(24.0));
         assert_eq!(l.ratio(), Some(16.0 / (24..40).sum::<i32>() as f64));
+        assert_eq!(l.spread(), Some(38.0 / 25.0));
+        assert_eq!(line(&[(1.0, 0.0), (2.0, 0.0), (9.0, 0.0)]).spread(), None);
+        // The stray points at each end do not count.
+        let stray = line(&[(1.0, 0.0), (2.0, 0.0), (3.0, 0.0), (99.0, 0.0)]);
+        assert_eq!(stray.spread(), Some(3.0 / 2.0));
         assert_eq!(Line::default().fit(), None);
         assert_eq!(Line::default().ratio(), None);
     }

@@ -590,9 +590,7 @@ impl Scheduler {
     /// stretch before it. (Charged per request alone, a light stretch's background work made
     /// each request look dearer, and a burst after it look busier than it was.)
     fn busy(&self, rate: f64) -> Option<f64> {
-        let mut xs: Vec<f64> = self.load.xs().collect();
-        xs.sort_by(f64::total_cmp);
-        let spread = xs.len() >= 4 && xs[xs.len() - 2] >= RATE_SPREAD * xs[1];
+        let spread = self.load.spread().is_some_and(|s| s >= RATE_SPREAD);
         let ms = match self.load.fit() {
             Some((a, b)) if spread && b > 0.0 => a + b * rate,
             _ => self.load.ratio()? * rate,
