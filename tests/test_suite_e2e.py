@@ -20,7 +20,7 @@ def neurogc(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 
 def test_two_workloads_by_two_policies_give_a_complete_scoreboard(tmp_path):
     out = neurogc(
-        "suite", "--workloads", "seed,large-heap", "--policies", "default,freeze:1",
+        "suite", "--workloads", "seed,large-heap", "--policies", "default,freeze:1,again=default",
         "--repeat", "2", "--turn", "1s", "--warmup", "1500ms", "--rate", "30",
         "--runs-dir", str(tmp_path),
     )  # fmt: skip
@@ -32,9 +32,13 @@ def test_two_workloads_by_two_policies_give_a_complete_scoreboard(tmp_path):
     assert [w["name"] for w in info["workloads"]] == ["seed", "large-heap"]
     board = json.loads((suite / "scoreboard.json").read_text())
     for w, entry in zip(board["workloads"], info["workloads"]):
+        # `again` is `default` run a second time: an A/A pair, never a recipe of its own.
         assert w["best_fixed"] in ("default", "freeze:1"), w
         cells = {c["label"]: c for c in w["cells"]}
-        assert set(cells) == {"default", "freeze:1"}
+        assert set(cells) == {"default", "freeze:1", "again"}
+        assert cells["again"]["same_policy_as"] == "default", cells["again"]
+        assert cells["again"]["to_same"]["estimate"] > 0
+        assert cells["default"]["same_policy_as"] is None
         for c in cells.values():
             assert c["kind"] == "fixed" and c["rounds"] == 2, c
             assert c["p99_ms"]["median"] > 0 and c["rss_peak_mib"]["median"] > 10
@@ -57,6 +61,8 @@ def test_two_workloads_by_two_policies_give_a_complete_scoreboard(tmp_path):
     assert "## Scoreboard: p99 against the best fixed policy of each workload" in readme
     assert "| seed |" in readme and "| large-heap |" in readme
     assert "## Is one fixed policy best on every workload?" in readme
+    assert "## The same policy twice: A/A pairs in this run" in readme
+    assert "| seed | again | default |" in readme
     assert "fixed 30 req/s" in readme
     assert png_decodes(suite / "heatmap.png")[0] > 300
     assert processes_mentioning(str(suite)) == []

@@ -4,8 +4,9 @@
 
 Per workload: its best fixed policy and that policy's p99; `default`, the three ways of the
 scheduler and the GC-off bound as ratios to it (p99 of all requests, paired by round); `neurogc`
-against the bound; `neurogc`'s peak RSS against the default's. "(n.s.)" marks a ratio whose
-interval or the design's A/A floor leaves it undecided.
+against the bound; `neurogc`'s peak RSS against the default's; the run's A/A pairs (one policy
+under two labels, or a `neurogc` whose model adds nothing beside `neurogc`) with the ratio of
+their p99s. "(n.s.)" marks a ratio whose interval or the design's A/A floor leaves it undecided.
 """
 
 from __future__ import annotations
@@ -41,6 +42,12 @@ def row(w: dict) -> str:
     out.append(judged(ours and ours["to_bound"]))
     rss = ours and ours.get("rss_to_default")
     out.append("–" if rss is None else f"{rss:.2f}×")
+    pairs = [
+        f"`{c['label']}` / `{c['same_policy_as']}` {ratio(c['to_same']['estimate'])}"
+        for c in w["cells"]
+        if c.get("same_policy_as") and c.get("to_same")
+    ]
+    out.append("; ".join(pairs) or "–")
     return "| " + " | ".join(out) + " |"
 
 
@@ -49,9 +56,10 @@ def main() -> None:
     board = json.loads(path.read_text())
     print(
         "| workload | best fixed | its p99 | `default` | `neurogc` | `neurogc-own` | "
-        "`neurogc-loo` | GC-off bound | `neurogc` / GC-off | `neurogc` peak RSS / `default`'s |"
+        "`neurogc-loo` | GC-off bound | `neurogc` / GC-off | `neurogc` peak RSS / `default`'s | "
+        "A/A pairs: one policy twice, p99 ratio |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for w in board["workloads"]:
         print(row(w))
 

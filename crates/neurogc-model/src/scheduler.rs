@@ -186,6 +186,16 @@ pub struct Priors {
     pub collections: usize,
 }
 
+impl Priors {
+    /// None of the figures: the scheduler learns every one online, as without a model.
+    pub fn is_empty(&self) -> bool {
+        self.full_pause_ms.is_none()
+            && self.unfrozen_a_ms.is_none()
+            && self.unfrozen_b_ms.is_none()
+            && self.freed_per_request.is_none()
+    }
+}
+
 /// One run a model was trained on, for provenance.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunSource {
@@ -269,6 +279,13 @@ impl SchedulerModel {
     /// Whether the scheduler asks the net (it beat the online estimate on held-out moments).
     pub fn uses_net(&self) -> bool {
         self.meta.quiet.use_net
+    }
+
+    /// The model changes no decision: its net is not asked and it has no priors (a model of
+    /// several services whose net did not beat the online estimate), so the scheduler decides
+    /// exactly as without it.
+    pub fn adds_nothing(&self) -> bool {
+        !self.uses_net() && self.meta.priors.is_empty()
     }
 
     /// The chance of no arrival within the pause, for raw inputs from [`quiet_inputs`]: the
@@ -360,5 +377,36 @@ mod tests {
         let last = *arrivals.last().unwrap();
         let y = quiet_inputs(&arrivals, last + 4 * MS, 5 * MS, 0.5).unwrap();
         assert_eq!(step(&y, QUIET_GAPS - 1), step(&x, QUIET_GAPS - 1));
+    }
+
+    #[test]
+    fn priors_are_empty_only_without_every_figure() {
+        assert!(Priors::default().is_empty());
+        // The count of collections fitted on is provenance, not a figure the scheduler uses.
+        let counted = Priors {
+            collections: 3,
+            ..Priors::default()
+        };
+        assert!(counted.is_empty());
+        for one in [
+            Priors {
+                full_pause_ms: Some(1.0),
+                ..Priors::default()
+            },
+            Priors {
+                unfrozen_a_ms: Some(1.0),
+                ..Priors::default()
+            },
+            Priors {
+                unfrozen_b_ms: Some(1.0),
+                ..Priors::default()
+            },
+            Priors {
+                freed_per_request: Some(1.0),
+                ..Priors::default()
+            },
+        ] {
+            assert!(!one.is_empty(), "{one:?}");
+        }
     }
 }

@@ -15,10 +15,11 @@
 //! collection comes in the window, whose garbage piles up) is named beside it, not as the best.
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use neurogc_core::policy::PolicySpec;
+use neurogc_core::policy::{PolicySpec, SchedulerConfig};
+use neurogc_model::SchedulerModel;
 use neurogc_stats::ConfidenceInterval;
 use plotters::prelude::*;
 use serde::Serialize;
@@ -102,9 +103,20 @@ pub struct Cell {
     pub old_collections: Option<u64>,
     /// The run's peak RSS (the largest of its rounds') over the default's.
     pub rss_to_default: Option<f64>,
+    /// An earlier policy of the run that is this one (the same spec, or a `neurogc` whose model
+    /// adds nothing beside `neurogc` without one): the two are an A/A pair on this workload, and
+    /// this one is no candidate for the best fixed policy.
+    pub same_policy_as: Option<String>,
+    /// p99 against that policy's: how far one policy's p99 moves between two servers here.
+    pub to_same: Option<Ratio>,
 }
 
 impl Cell {
+    /// A fixed recipe in its own right (not a second run of another policy of the run).
+    fn is_fixed_recipe(&self) -> bool {
+        self.kind == Kind::Fixed && self.same_policy_as.is_none()
+    }
+
     /// Within the memory bound ([`RSS_BOUND`]); true where it cannot be told.
     pub fn within_rss_bound(&self) -> bool {
         self.rss_to_default.is_none_or(|r| r <= RSS_BOUND)
@@ -234,31 +246,72 @@ fn pooled_interval(units: &[Unit<'_>], q: f64) -> Option<Interval> {
     pooled::quantile_ci(units, q, &bootstrap()).map(Interval::from)
 }
 
+/// What a policy's decisions depend on: its spec; for `neurogc`, its settings and its model
+/// where the model adds something (one that adds nothing leaves every decision as without it).
+#[derive(Debug, PartialEq)]
+enum Decisions {
+    Scheduler(SchedulerConfig, Option<PathBuf>),
+    Spec(String),
+}
+
+/// The [`Decisions`] of `spec`; `None` where whether its model adds anything cannot be told
+/// (`adds_nothing` answers `None`: a model that cannot be read).
+fn decided_by(spec: &str, adds_nothing: impl Fn(&Path) -> Option<bool>) -> Option<Decisions> {
+    let Ok(PolicySpec::Neurogc { config, model }) = spec.parse::<PolicySpec>() else {
+        return Some(Decisions::Spec(spec.trim().to_string()));
+    };
+    let model = match model {
+        Some(dir) if !adds_nothing(&dir)? => Some(dir),
+        _ => None,
+    };
+    Some(Decisions::Scheduler(config, model))
+}
+
+/// Whether the scheduler model in `dir` adds nothing; `None` where it cannot be read.
+fn model_adds_nothing(dir: &Path) -> Option<bool> {
+    SchedulerModel::load(dir).ok().map(|m| m.adds_nothing())
+}
+
+/// For each policy, the first earlier one with the same [`Decisions`]: the same policy again.
+fn same_policy(specs: &[&str], adds_nothing: impl Fn(&Path) -> Option<bool>) -> Vec<Option<usize>> {
+    let decided: Vec<Option<Decisions>> =
+        specs.iter().map(|s| decided_by(s, &adds_nothing)).collect();
+    (0..specs.len())
+        .map(|i| {
+            let d = decided[i].as_ref()?;
+            (0..i).find(|&j| decided[j].as_ref() == Some(d))
+        })
+        .collect()
+}
+
 /// Scores every workload.
 pub fn score(runs: &[WorkloadRun]) -> Scoreboard {
     let workloads: Vec<WorkloadScore> = runs.iter().map(score_workload).collect();
-    // A fixed policy is "best everywhere" if on every workload it is the best or not
-    // significantly worse than the best.
+    Scoreboard {
+        best_everywhere: best_everywhere(&workloads),
+        workloads,
+    }
+}
+
+/// The fixed recipes that are, on every workload, the best or not significantly worse than it
+/// (a recipe's second run, an A/A pair's, is not a recipe of its own).
+fn best_everywhere(workloads: &[WorkloadScore]) -> Vec<String> {
     let mut fixed: Vec<String> = Vec::new();
-    for w in &workloads {
-        for c in w.cells.iter().filter(|c| c.kind == Kind::Fixed) {
+    for w in workloads {
+        for c in w.cells.iter().filter(|c| c.is_fixed_recipe()) {
             if !fixed.contains(&c.label) {
                 fixed.push(c.label.clone());
             }
         }
     }
-    let best_everywhere = fixed
+    fixed
         .into_iter()
         .filter(|label| {
             workloads
                 .iter()
                 .all(|w| w.cells.iter().any(|c| &c.label == label && c.best_here()))
         })
-        .collect();
-    Scoreboard {
-        workloads,
-        best_everywhere,
-    }
+        .collect()
 }
 
 fn score_workload(w: &WorkloadRun) -> WorkloadScore {
@@ -275,7 +328,11 @@ fn score_workload(w: &WorkloadRun) -> WorkloadScore {
     let rss_to_default: Vec<Option<f64>> = (0..kinds.len())
         .map(|i| Some(rss(i)? / rss(default?)?).filter(|r| r.is_finite()))
         .collect();
+    let specs: Vec<&str> = a.policies.iter().map(|p| p.spec.as_str()).collect();
+    let same = same_policy(&specs, model_adds_nothing);
+    // A policy run a second time (the A/A pair's second) is no candidate of its own.
     let fixed: Vec<Candidate> = of_kind(Kind::Fixed)
+        .filter(|&i| same[i].is_none())
         .filter_map(|i| {
             Some(Candidate {
                 index: i,
@@ -320,6 +377,9 @@ fn score_workload(w: &WorkloadRun) -> WorkloadScore {
             to_default: against_default[i].as_ref().map(|r| marked(r, p99_floor)),
             old_collections: old_collections(a, p),
             rss_to_default: rss_to_default[i],
+            same_policy_as: same[i].map(|j| a.policies[j].label.clone()),
+            // No floor: this pair is what measures one.
+            to_same: same[i].and_then(|j| ratio(&units[j], &units[i], None)),
         })
         .collect();
     WorkloadScore {
@@ -638,6 +698,7 @@ pub fn markdown(s: &Scoreboard, header: &str, heatmap: Option<&str>) -> String {
         let _ = writeln!(md, "![p99 against the best fixed policy]({h})\n");
     }
     bar_section(&mut md, s);
+    same_policy_section(&mut md, s);
     let _ = writeln!(md, "## Is one fixed policy best on every workload?\n");
     if s.best_everywhere.is_empty() {
         let _ = writeln!(
@@ -648,7 +709,7 @@ pub fn markdown(s: &Scoreboard, header: &str, heatmap: Option<&str>) -> String {
         );
         let mut fixed: Vec<&str> = Vec::new();
         for c in s.workloads.iter().flat_map(|w| &w.cells) {
-            if c.kind == Kind::Fixed && !fixed.contains(&c.label.as_str()) {
+            if c.is_fixed_recipe() && !fixed.contains(&c.label.as_str()) {
                 fixed.push(&c.label);
             }
         }
@@ -941,9 +1002,85 @@ fn bar_section(md: &mut String, s: &Scoreboard) {
     }
 }
 
+/// "The same policy twice": the pairs of policies of a workload's run that are one policy (the
+/// same spec twice, or a `neurogc` whose model adds nothing beside `neurogc` without one), and
+/// how far apart their p99s came: A/A pairs measured in the run scored, on its own workloads.
+fn same_policy_section(md: &mut String, s: &Scoreboard) {
+    let pairs: Vec<(&WorkloadScore, &Cell)> = s
+        .workloads
+        .iter()
+        .flat_map(|w| w.cells.iter().map(move |c| (w, c)))
+        .filter(|(_, c)| c.same_policy_as.is_some())
+        .collect();
+    if pairs.is_empty() {
+        return;
+    }
+    let _ = writeln!(md, "## The same policy twice: A/A pairs in this run\n");
+    let _ = writeln!(
+        md,
+        "Each pair ran one policy twice on the workload, in the same rounds: the same spec \
+         under two labels, or a `neurogc` whose model adds nothing (its net not asked, no \
+         priors: it decides as `neurogc` without a model). The ratio of their p99s is how far \
+         one policy's p99 moved between two servers on that workload; a difference between two \
+         policies there no larger than that says little, whatever its interval.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| workload | policy | the same policy as | p99 ratio |\n|---|---|---|---|"
+    );
+    for (w, c) in pairs {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} |",
+            w.name,
+            cell_text(&c.label),
+            cell_text(c.same_policy_as.as_deref().unwrap_or("")),
+            c.to_same.as_ref().map_or_else(|| "n/a".into(), ratio_text)
+        );
+    }
+    md.push('\n');
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_spec_twice_or_a_model_that_adds_nothing_is_the_same_policy() {
+        // `loo` adds nothing, `own` adds priors, `gone` cannot be read.
+        let adds_nothing = |dir: &Path| match dir.to_str()? {
+            "/m/loo" => Some(true),
+            "/m/own" => Some(false),
+            _ => None,
+        };
+        let specs = [
+            "default",
+            "neurogc",
+            "neurogc:/m/own",
+            "neurogc:/m/loo",
+            "neurogc,cpu=0.05",
+            "neurogc:/m/gone",
+            "neurogc:/m/loo,cpu=0.05",
+            "freeze:3",
+            "default",
+            "neurogc:/m/own",
+        ];
+        assert_eq!(
+            same_policy(&specs, adds_nothing),
+            [
+                None,
+                None,
+                None,
+                Some(1),
+                None,
+                None,
+                Some(4),
+                None,
+                Some(0),
+                Some(2)
+            ]
+        );
+    }
 
     #[test]
     fn only_the_recipes_users_apply_can_be_best_fixed() {
@@ -982,6 +1119,8 @@ mod tests {
             to_default: None,
             old_collections: old,
             rss_to_default: Some(rss / 289.0),
+            same_policy_as: None,
+            to_same: None,
         }
     }
 
@@ -1067,6 +1206,36 @@ mod tests {
         );
         // Fixed recipes are not held to it.
         assert!(!md.contains("### default"));
+        // No policy ran twice: no section for pairs.
+        same_policy_section(&mut md, &board);
+        assert!(!md.contains("A/A pairs"), "{md}");
+    }
+
+    #[test]
+    fn a_policy_run_twice_is_shown_as_an_a_a_pair() {
+        let mut w = workload(Some(3));
+        let mut loo = cell("neurogc:/m/loo", Kind::Learned, Some(9), 290.0);
+        loo.label = "neurogc-loo".into();
+        loo.same_policy_as = Some("neurogc".into());
+        loo.to_same = Some(Ratio {
+            estimate: 2.94,
+            lower: 1.1,
+            upper: 3.5,
+            significant: true,
+        });
+        w.cells
+            .extend([cell("neurogc", Kind::Learned, Some(9), 300.0), loo]);
+        let board = Scoreboard {
+            workloads: vec![w],
+            best_everywhere: vec![],
+        };
+        let mut md = String::new();
+        same_policy_section(&mut md, &board);
+        assert!(md.contains("## The same policy twice"), "{md}");
+        assert!(
+            md.contains("| w | neurogc-loo | neurogc | 2.94× (1.10–3.50) |"),
+            "{md}"
+        );
     }
 
     #[test]
@@ -1128,6 +1297,28 @@ mod tests {
             why.starts_with("p99 2.00×") && why.ends_with("peak RSS 1.50× the default's"),
             "{why}"
         );
+    }
+
+    #[test]
+    fn a_recipes_second_run_is_not_a_recipe_of_its_own() {
+        let same = Ratio {
+            estimate: 1.0,
+            lower: 0.9,
+            upper: 1.1,
+            significant: false,
+        };
+        let mut w = workload(Some(3));
+        for c in &mut w.cells {
+            c.to_best = Some(same.clone());
+        }
+        let mut again = cell("default", Kind::Fixed, Some(40), 289.0);
+        again.label = "default-aa".into();
+        again.same_policy_as = Some("default".into());
+        again.to_best = Some(same);
+        w.cells.push(again);
+        let listed = best_everywhere(&[w]);
+        assert!(listed.contains(&"default".to_string()), "{listed:?}");
+        assert!(!listed.contains(&"default-aa".to_string()), "{listed:?}");
     }
 
     #[test]

@@ -24,7 +24,13 @@ pub const DEFAULT_POLICIES: &[&str] = &[
     "neurogc",
     SCHEDULER_OWN,
     SCHEDULER_LOO,
+    DEFAULT_AGAIN,
 ];
+
+/// `default` a second time, last in each round (the first runs first): an A/A pair on every
+/// workload, in the same rounds, so each workload's scoreboard says how far one policy's p99
+/// moves between two servers there.
+pub const DEFAULT_AGAIN: &str = "default-aa=default";
 
 /// `--quick`'s: the recipes that win somewhere, the bound and the scheduler. Left out: the seed's
 /// model (its collect run and training take a quarter of a quick workload's time, and on every

@@ -443,6 +443,14 @@ impl Scheduler {
         let Some(m) = &self.model else {
             return "no model: every estimate is learned online".into();
         };
+        if m.adds_nothing() {
+            return format!(
+                "model trained on {} run(s) adds nothing (its net did not beat the online \
+                 estimate on held-out moments, and it has no priors): every estimate is learned \
+                 online, as without one",
+                m.meta.data.len()
+            );
+        }
         let p = &m.meta.priors;
         let ms = |v: Option<f64>| v.map_or("none".to_string(), |v| format!("{v:.1} ms"));
         format!(
@@ -1603,6 +1611,35 @@ mod tests {
                 .unwrap()
                 .is_empty());
         }
+    }
+
+    #[test]
+    fn a_model_that_adds_nothing_says_so_and_decides_as_none() {
+        // No net asked, no priors: what a model of several services whose net lost comes to.
+        let mut m = model(30.0, Default::default());
+        m.meta.quiet.use_net = false;
+        assert!(m.adds_nothing());
+        let (s, mut gc) = started_now();
+        let mut s = s.with_model(m);
+        let a = s.start(&mut gc, &obs(0.0, 100, None)).unwrap();
+        assert!(a[0].reason.contains("adds nothing"), "{a:?}");
+        let (plain, _) = started_now();
+        let t = busy(&[]);
+        assert_eq!(
+            s.cadence(&obs(5.0, 100, Some(t))),
+            plain.cadence(&obs(5.0, 100, Some(t)))
+        );
+        // A net that is asked, or one prior, is something.
+        assert!(!model(0.0, Default::default()).adds_nothing());
+        let mut with_prior = model(
+            0.0,
+            neurogc_model::scheduler::Priors {
+                full_pause_ms: Some(300.0),
+                ..Default::default()
+            },
+        );
+        with_prior.meta.quiet.use_net = false;
+        assert!(!with_prior.adds_nothing());
     }
 
     #[test]
