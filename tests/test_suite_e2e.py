@@ -48,7 +48,7 @@ def test_two_workloads_by_two_policies_give_a_complete_scoreboard(tmp_path):
         # The best fixed policy keeps within the memory bound: 1.10 x the default's peak RSS.
         assert cells["default"]["rss_to_default"] == 1.0
         assert cells[w["best_fixed"]]["rss_to_default"] <= 1.10, cells
-        # Each workload is a turns bench: two trials, one turn line per round.
+        # Each workload is a turns bench: one trial per policy, one turn line per round.
         run = suite / entry["run"]
         run_info = json.loads((run / "run.json").read_text())
         assert run_info["mode"] == "turns" and run_info["app"]["workload"] == w["name"]

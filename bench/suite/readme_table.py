@@ -43,9 +43,10 @@ def row(w: dict) -> str:
     rss = ours and ours.get("rss_to_default")
     out.append("–" if rss is None else f"{rss:.2f}×")
     pairs = [
-        f"`{c['label']}` / `{c['same_policy_as']}` {ratio(c['to_same']['estimate'])}"
+        f"`{c['label']}` / `{c['same_policy_as']}` {ratio(r['estimate'])} "
+        f"({r['lower']:.2f}–{r['upper']:.2f})"
         for c in w["cells"]
-        if c.get("same_policy_as") and c.get("to_same")
+        if c.get("same_policy_as") and (r := c.get("to_same"))
     ]
     out.append("; ".join(pairs) or "–")
     return "| " + " | ".join(out) + " |"

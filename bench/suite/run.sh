@@ -7,6 +7,8 @@
 #   QUICK=1 bench/suite/run.sh   # --quick, written to RESULTS-quick.md
 #   RESCORE=DIR bench/suite/run.sh  # score the recorded suite DIR again with this build's report
 #                                   # (after a change to the scoring): its measurement lines stay
+#   RESIMULATE=DIR bench/suite/run.sh  # replay the recorded suite DIR again with this build's
+#                                      # simulator: SIMULATION.md only
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 NEUROGC=${NEUROGC:-target/release/neurogc}
@@ -17,6 +19,33 @@ if [ -n "${POLICIES:-}" ]; then extra+=(--policies "$POLICIES"); fi
 . bench/lib.sh
 # What the scores depend on: the code, not the outputs this script rewrites.
 commit=$(commit_stamp "" crates python)
+
+# The trace simulator against the live runs of the suite in $run: each workload's traffic
+# replayed, into SIMULATION.md ($1: what was measured at, and by whom).
+simulate_suite() {
+  for d in "$run"/*/; do
+    [ -f "$d/run.json" ] || continue
+    # The explore runs (the models' data) are not benches of the policies.
+    case "$d" in *-explore/) continue ;; esac
+    "$NEUROGC" simulate "$d" >/dev/null || echo "simulate: $d could not be replayed" >&2
+  done
+  {
+    echo "<!-- written by bench/suite/run.sh; do not edit -->"
+    echo
+    echo "- Command: \`neurogc simulate\` on each workload run of the suite above ($1)"
+    echo
+    ${PYTHON:-.venv/bin/python} bench/suite/simulation.py "$run"
+  } > bench/suite/SIMULATION.md
+}
+
+if [ -n "${RESIMULATE:-}" ]; then
+  run=$RESIMULATE
+  # The runs were measured at the commit RESULTS.md names; the replay is this build's.
+  measured=$(grep -oE '^- Commit: [0-9a-f]+(-dirty)?' bench/suite/RESULTS.md | cut -d' ' -f3)
+  simulate_suite "runs at ${measured:-?}, replayed at $commit: \`RESIMULATE=$run bench/suite/run.sh\`"
+  echo "simulation: bench/suite/SIMULATION.md"
+  exit 0
+fi
 if [ -n "${RESCORE:-}" ]; then
   run=$RESCORE
   # The recorded suite says whether it was a quick one; its results file is the one to rewrite.
@@ -56,20 +85,7 @@ else
   } > "$out"
 fi
 if [ -z "${RESCORE:-}" ] && [ -z "${QUICK:-}" ]; then
-  # The trace simulator against the live runs: each workload's traffic replayed.
-  for d in "$run"/*/; do
-    [ -f "$d/run.json" ] || continue
-    # The explore runs (the models' data) are not benches of the policies.
-    case "$d" in *-explore/) continue ;; esac
-    "$NEUROGC" simulate "$d" >/dev/null || echo "simulate: $d could not be replayed" >&2
-  done
-  {
-    echo "<!-- written by bench/suite/run.sh; do not edit -->"
-    echo
-    echo "- Command: \`neurogc simulate\` on each workload run of the suite above (commit $commit)"
-    echo
-    ${PYTHON:-.venv/bin/python} bench/suite/simulation.py "$run"
-  } > bench/suite/SIMULATION.md
+  simulate_suite "commit $commit"
 fi
 cp "$run/heatmap.png" "bench/suite/heatmap$suffix.png"
 cp "$run/scoreboard.json" "bench/suite/scoreboard$suffix.json"

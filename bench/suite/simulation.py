@@ -29,7 +29,11 @@ def main() -> None:
         s = json.loads(path.read_text())
         # The bench's names for its policies (a model's spec holds a path; its label does not).
         run = json.loads((suite / w["run"] / "run.json").read_text())
-        label = {q["spec"]: q["label"] for q in run.get("policies", [])}
+        # The first label of a spec: the replay reports a spec once (the suite's `default-aa`
+        # runs `default` again, as its A/A pair).
+        label: dict[str, str] = {}
+        for q in run.get("policies", []):
+            label.setdefault(q["spec"], q["label"])
         rho = s["rank_correlation"]
         if rho is not None:
             rhos.append(rho)

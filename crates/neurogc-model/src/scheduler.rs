@@ -187,12 +187,22 @@ pub struct Priors {
 }
 
 impl Priors {
-    /// None of the figures: the scheduler learns every one online, as without a model.
+    /// None of the figures: the scheduler learns every one online, as without a model. (A
+    /// model with `a` alone counts as not empty, though the scheduler uses `a` only with `b`:
+    /// the safe side, it is then not called the same policy as none.)
     pub fn is_empty(&self) -> bool {
-        self.full_pause_ms.is_none()
-            && self.unfrozen_a_ms.is_none()
-            && self.unfrozen_b_ms.is_none()
-            && self.freed_per_request.is_none()
+        // Every field named, so a new figure must be considered here to compile.
+        let Priors {
+            full_pause_ms,
+            unfrozen_a_ms,
+            unfrozen_b_ms,
+            freed_per_request,
+            collections: _,
+        } = self;
+        full_pause_ms.is_none()
+            && unfrozen_a_ms.is_none()
+            && unfrozen_b_ms.is_none()
+            && freed_per_request.is_none()
     }
 }
 

@@ -293,24 +293,28 @@ pub fn score(runs: &[WorkloadRun]) -> Scoreboard {
     }
 }
 
-/// The fixed recipes that are, on every workload, the best or not significantly worse than it
-/// (a recipe's second run, an A/A pair's, is not a recipe of its own).
-fn best_everywhere(workloads: &[WorkloadScore]) -> Vec<String> {
-    let mut fixed: Vec<String> = Vec::new();
-    for w in workloads {
-        for c in w.cells.iter().filter(|c| c.is_fixed_recipe()) {
-            if !fixed.contains(&c.label) {
-                fixed.push(c.label.clone());
-            }
+/// The fixed recipes of the workloads' runs, in first-seen order (a recipe's second run, an A/A
+/// pair's, is not a recipe of its own).
+fn fixed_recipes(workloads: &[WorkloadScore]) -> Vec<&str> {
+    let mut fixed: Vec<&str> = Vec::new();
+    for c in workloads.iter().flat_map(|w| &w.cells) {
+        if c.is_fixed_recipe() && !fixed.contains(&c.label.as_str()) {
+            fixed.push(&c.label);
         }
     }
     fixed
+}
+
+/// The fixed recipes that are, on every workload, the best or not significantly worse than it.
+fn best_everywhere(workloads: &[WorkloadScore]) -> Vec<String> {
+    fixed_recipes(workloads)
         .into_iter()
         .filter(|label| {
             workloads
                 .iter()
-                .all(|w| w.cells.iter().any(|c| &c.label == label && c.best_here()))
+                .all(|w| w.cells.iter().any(|c| c.label == *label && c.best_here()))
         })
+        .map(str::to_string)
         .collect()
 }
 
@@ -331,16 +335,7 @@ fn score_workload(w: &WorkloadRun) -> WorkloadScore {
     let specs: Vec<&str> = a.policies.iter().map(|p| p.spec.as_str()).collect();
     let same = same_policy(&specs, model_adds_nothing);
     // A policy run a second time (the A/A pair's second) is no candidate of its own.
-    let fixed: Vec<Candidate> = of_kind(Kind::Fixed)
-        .filter(|&i| same[i].is_none())
-        .filter_map(|i| {
-            Some(Candidate {
-                index: i,
-                p99_ms: p99[i]?.median,
-                rss_to_default: rss_to_default[i],
-            })
-        })
-        .collect();
+    let fixed = candidates(kinds, &same, &p99, &rss_to_default);
     let (best, fastest) = best_and_fastest(&fixed);
     let bound = of_kind(Kind::Bound).next();
     // The floor of the statistic scored here (the pooled p99), from an A/A run of this design.
@@ -404,6 +399,26 @@ struct Candidate {
     index: usize,
     p99_ms: f64,
     rss_to_default: Option<f64>,
+}
+
+/// The fixed recipes with a p99, each once: a policy run a second time (the second of an A/A
+/// pair, `same[i]` set) is no candidate of its own.
+fn candidates(
+    kinds: &[Kind],
+    same: &[Option<usize>],
+    p99: &[Option<Interval>],
+    rss_to_default: &[Option<f64>],
+) -> Vec<Candidate> {
+    (0..kinds.len())
+        .filter(|&i| kinds[i] == Kind::Fixed && same[i].is_none())
+        .filter_map(|i| {
+            Some(Candidate {
+                index: i,
+                p99_ms: p99[i]?.median,
+                rss_to_default: rss_to_default[i],
+            })
+        })
+        .collect()
 }
 
 /// The best fixed recipe (the lowest p99 within the memory bound; where the peak RSS is unknown
@@ -707,13 +722,7 @@ pub fn markdown(s: &Scoreboard, header: &str, heatmap: Option<&str>) -> String {
              that workload's best or holds more than {RSS_BOUND:.2}× the default's memory: the \
              best recipe differs from one service to the next.\n"
         );
-        let mut fixed: Vec<&str> = Vec::new();
-        for c in s.workloads.iter().flat_map(|w| &w.cells) {
-            if c.is_fixed_recipe() && !fixed.contains(&c.label.as_str()) {
-                fixed.push(&c.label);
-            }
-        }
-        for label in fixed {
+        for label in fixed_recipes(&s.workloads) {
             let why: Vec<String> = s
                 .workloads
                 .iter()
@@ -1319,6 +1328,25 @@ mod tests {
         let listed = best_everywhere(&[w]);
         assert!(listed.contains(&"default".to_string()), "{listed:?}");
         assert!(!listed.contains(&"default-aa".to_string()), "{listed:?}");
+    }
+
+    #[test]
+    fn a_second_run_with_the_lowest_p99_is_not_the_best_fixed_policy() {
+        let at = |x: f64| {
+            Some(Interval {
+                median: x,
+                lower: x,
+                upper: x,
+            })
+        };
+        // default, freeze:3, gc-off, default again (the fastest of all).
+        let kinds = [Kind::Fixed, Kind::Fixed, Kind::Bound, Kind::Fixed];
+        let same = [None, None, None, Some(0)];
+        let p99 = [at(20.0), at(30.0), at(5.0), at(10.0)];
+        let rss = [Some(1.0), Some(1.0), Some(2.0), Some(1.0)];
+        let c = candidates(&kinds, &same, &p99, &rss);
+        assert_eq!(c.iter().map(|c| c.index).collect::<Vec<_>>(), [0, 1]);
+        assert_eq!(best_and_fastest(&c), (Some(0), None));
     }
 
     #[test]

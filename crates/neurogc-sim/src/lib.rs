@@ -176,10 +176,13 @@ pub fn simulate(args: &SimulateArgs) -> Result<(String, Vec<Replayed>)> {
     } else {
         args.policies.clone()
     };
+    // A spec's live p99 is that of the first policy of the run with it (the suite runs
+    // `default` twice, as `default` and `default-aa`: the second is its A/A pair, not more of it).
     let live = |spec: &str| -> Option<f64> {
+        let (first, _) = traces.iter().find(|(t, _)| t.spec == spec)?;
         let lat: Vec<f64> = traces
             .iter()
-            .filter(|(t, _)| t.spec == spec)
+            .filter(|(t, _)| t.label == first.label)
             .flat_map(|(t, _)| t.latency.iter().copied())
             .collect();
         quantile(&lat, 0.99).map(|s| s * 1e3)

@@ -7,8 +7,8 @@ use anyhow::{bail, Result};
 use neurogc_core::policy::PolicySpec;
 use neurogc_units::parse_duration;
 
-/// The fixed recipes users apply today, the bound, the seed's model and the scheduler: the
-/// default policies.
+/// The fixed recipes users apply today, the bound, the seed's model, the scheduler and
+/// `default` a second time (an A/A pair): the default policies.
 pub const DEFAULT_POLICIES: &[&str] = &[
     "default",
     // Frozen 3 s after start: within every server's warm-up (start-up and warm-up together last
@@ -29,7 +29,9 @@ pub const DEFAULT_POLICIES: &[&str] = &[
 
 /// `default` a second time, last in each round (the first runs first): an A/A pair on every
 /// workload, in the same rounds, so each workload's scoreboard says how far one policy's p99
-/// moves between two servers there.
+/// moves between two servers there (and between the first turn of a round and the last: the
+/// order of turns is fixed). Last, so that `default` stays the first of its spec, the one the
+/// scores are against.
 pub const DEFAULT_AGAIN: &str = "default-aa=default";
 
 /// `--quick`'s: the recipes that win somewhere, the bound and the scheduler. Left out: the seed's
@@ -69,8 +71,8 @@ pub struct SuiteArgs {
     /// `neurogc-own` the scheduler's model on it, `neurogc-loo` the scheduler's model on the
     /// other workloads' explore runs. [default: default, freeze:3, threshold:50000,20,20,
     /// threshold:50000,500,1000, periodic:1, periodic:5, periodic:10, gc-off (the bound),
-    /// neurogc-seed, neurogc, neurogc-own, neurogc-loo; --quick: without the periodic ones and
-    /// the trained models]
+    /// neurogc-seed, neurogc, neurogc-own, neurogc-loo, default-aa=default (default again: an
+    /// A/A pair); --quick: without the periodic ones, the trained models and the A/A pair]
     #[arg(long, value_name = "P,...")]
     pub policies: Option<String>,
     /// Rounds per workload: each policy gets one turn per round [default: 5, --quick 2].
