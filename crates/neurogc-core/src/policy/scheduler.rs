@@ -443,20 +443,18 @@ impl Scheduler {
         let Some(m) = &self.model else {
             return "no model: every estimate is learned online".into();
         };
+        let trained = format!("model trained on {} run(s)", m.meta.data.len());
         if m.adds_nothing() {
             return format!(
-                "model trained on {} run(s) adds nothing (its net did not beat the online \
-                 estimate on held-out moments, and it has no priors): every estimate is learned \
-                 online, as without one",
-                m.meta.data.len()
+                "{trained} adds nothing (its net did not beat the online estimate on held-out \
+                 moments, and it has no priors): every estimate is learned online, as without one"
             );
         }
         let p = &m.meta.priors;
         let ms = |v: Option<f64>| v.map_or("none".to_string(), |v| format!("{v:.1} ms"));
         format!(
-            "model trained on {} run(s): quiet windows by {}; priors: full pause {}, \
-             unfrozen pause {} + {} per request",
-            m.meta.data.len(),
+            "{trained}: quiet windows by {}; priors: full pause {}, unfrozen pause {} + {} per \
+             request",
             if m.uses_net() {
                 "its net"
             } else {
