@@ -38,7 +38,7 @@ DIST_STAMP := dist/.built
 TEST_BINS_STAMP := target/test-release/.built
 
 
-.PHONY: setup wheel dev-cli demo test test-matrix test-slow test-trainers bench-suite bench-suite-quick test-rust test-python test-python-versions test-web lint fmt bench bench-load bench-dashboard bench-models bench-scheduler-latency bench-soak bench-sweep bench-workers clean system-packages
+.PHONY: setup wheel dev-cli demo test test-matrix test-slow test-trainers bench-suite bench-suite-quick bench-suite-long test-rust test-python test-python-versions test-web lint fmt bench bench-load bench-dashboard bench-models bench-scheduler-latency bench-soak bench-sweep bench-workers clean system-packages
 
 setup: system-packages $(NPM_STAMP) $(VENV)/.deps $(VENV)/.neurogc dev-cli $(TEST_BINS_STAMP)
 
@@ -192,6 +192,10 @@ bench-suite: setup
 
 bench-suite-quick: setup
 	QUICK=1 bash bench/suite/run.sh
+
+# The workloads whose heap turns over, 3 minutes a policy (bench/suite/RESULTS-long.md, ~35 min).
+bench-suite-long: setup
+	LONG=1 bash bench/suite/run.sh
 
 # The memory guard's budget over 10 minutes on cycle-leak (bench/soak/RESULTS.md, ~11 min).
 bench-soak: setup

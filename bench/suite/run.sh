@@ -5,6 +5,10 @@
 # The raw runs stay local (bench/suite/run.tmp, gitignored); the scoreboard, its JSON and heat map
 # are committed, with the command, the commit and the time it took.
 #   QUICK=1 bench/suite/run.sh   # --quick, written to RESULTS-quick.md
+#   LONG=1 bench/suite/run.sh    # the workloads whose heap turns over (growing-cache, cycle-leak)
+#                                # in 3 turns of 60 s, 3 minutes a policy: what happens after the
+#                                # first stale re-freeze, which 5 × 6 s may not reach (~35 min);
+#                                # written to RESULTS-long.md
 #   RESCORE=DIR bench/suite/run.sh  # score the recorded suite DIR again with this build's report
 #                                   # (after a change to the scoring): its measurement lines stay
 #   RESIMULATE=DIR bench/suite/run.sh  # replay the recorded suite DIR again with this build's
@@ -15,7 +19,12 @@ NEUROGC=${NEUROGC:-target/release/neurogc}
 # The suite's own default policies (with --quick, its quick ones) unless POLICIES names others.
 suffix=""; extra=()
 if [ -n "${QUICK:-}" ]; then suffix="-quick"; extra=(--quick); fi
-if [ -n "${POLICIES:-}" ]; then extra+=(--policies "$POLICIES"); fi
+if [ -n "${LONG:-}" ]; then
+  suffix="-long"
+  extra=(--name suite-long --workloads growing-cache,cycle-leak --repeat 3 --turn 60s
+    --policies "${POLICIES:-default,freeze:3,periodic:5,gc-off,neurogc}")
+fi
+if [ -n "${POLICIES:-}" ] && [ -z "${LONG:-}" ]; then extra+=(--policies "$POLICIES"); fi
 . bench/lib.sh
 # What the scores depend on: the code, not the outputs this script rewrites.
 commit=$(commit_stamp "" crates python)
@@ -51,6 +60,7 @@ if [ -n "${RESCORE:-}" ]; then
   # The recorded suite says whether it was a quick one; its results file is the one to rewrite.
   suffix=""
   if grep -q '"quick": true' "$run/suite.json"; then suffix="-quick"; fi
+  if grep -q '"name": "suite-long"' "$run/suite.json"; then suffix="-long"; fi
   out=bench/suite/RESULTS$suffix.md
   [ -f "$out" ] || { echo "RESCORE: no $out to take the measurement lines from" >&2; exit 2; }
   "$NEUROGC" suite --rescore "$run"
@@ -73,18 +83,18 @@ else
   started=$(date +%s)
   "$NEUROGC" suite "${extra[@]}" --runs-dir "$tmp" "$@"
   took=$(( $(date +%s) - started ))
-  run=$(ls -d "$tmp"/*-suite)
+  run=$(ls -d "$tmp"/*-suite "$tmp"/*-suite-long 2>/dev/null)
   {
     echo "<!-- written by bench/suite/run.sh; do not edit -->"
     echo
-    echo "- Command: \`bench/suite/run.sh${QUICK:+ (QUICK=1)}\` → \`neurogc suite ${extra[*]}\`"
+    echo "- Command: \`bench/suite/run.sh${QUICK:+ (QUICK=1)}${LONG:+ (LONG=1)}\` → \`neurogc suite ${extra[*]}\`"
     echo "- Commit: $commit · $(date -u '+%Y-%m-%d %H:%M UTC') · took $((took / 60)) min $((took % 60)) s"
     echo "- Machine load average before: $load_before; after: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo
     sed "s|(heatmap.png)|(heatmap$suffix.png)|" "$run/README.md"
   } > "$out"
 fi
-if [ -z "${RESCORE:-}" ] && [ -z "${QUICK:-}" ]; then
+if [ -z "${RESCORE:-}" ] && [ -z "${QUICK:-}" ] && [ -z "${LONG:-}" ]; then
   simulate_suite "commit $commit"
 fi
 cp "$run/heatmap.png" "bench/suite/heatmap$suffix.png"
