@@ -83,7 +83,8 @@ else
   started=$(date +%s)
   "$NEUROGC" suite "${extra[@]}" --runs-dir "$tmp" "$@"
   took=$(( $(date +%s) - started ))
-  run=$(ls -d "$tmp"/*-suite "$tmp"/*-suite-long 2>/dev/null)
+  run=$(ls -d "$tmp"/*-suite*/)
+  run=${run%/}
   {
     echo "<!-- written by bench/suite/run.sh; do not edit -->"
     echo
