@@ -285,7 +285,7 @@ const STALE_MARGIN: u64 = 16 << 20;
 /// the old generation's growth), and the freeze spared little in between: the collections it
 /// made cheap found little. (On growing-cache, at 4a2426a, over 3 turns of 60 s: the first
 /// stale re-freeze freed 166 k objects, under 40 % of the frozen ones, where the unfrozen part's
-/// collections had freed 12 k; frozen again, the second paused 780 ms, and p99.9 was 1.7× the
+/// collections had freed 10 k; frozen again, the second paused 780 ms, and p99.9 was 1.7× the
 /// default's.)
 fn turns_over(freed: u64, frozen: Option<u64>, freed_unfrozen: u64) -> bool {
     let share = frozen.is_some_and(|f| f > 0 && freed as f64 >= TURNOVER_SHARE * f as f64);
