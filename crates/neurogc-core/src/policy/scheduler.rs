@@ -288,8 +288,26 @@ const STALE_MARGIN: u64 = 16 << 20;
 /// collections had freed 10 k; frozen again, the second paused 780 ms, and p99.9 was 1.7× the
 /// default's.)
 fn turns_over(freed: u64, frozen: Option<u64>, freed_unfrozen: u64) -> bool {
-    let share = frozen.is_some_and(|f| f > 0 && freed as f64 >= TURNOVER_SHARE * f as f64);
-    share || freed > freed_unfrozen
+    freed_a_share(freed, frozen) || freed > freed_unfrozen
+}
+
+fn freed_a_share(freed: u64, frozen: Option<u64>) -> bool {
+    frozen.is_some_and(|f| f > 0 && freed as f64 >= TURNOVER_SHARE * f as f64)
+}
+
+/// Which of [`turns_over`]'s tests a re-freeze passed, in words.
+fn turnover_evidence(freed: u64, frozen: Option<u64>, freed_unfrozen: u64) -> String {
+    match frozen.filter(|_| freed_a_share(freed, frozen)) {
+        Some(f) => format!(
+            "it freed {:.0} % of the frozen objects ({:.0} % or more)",
+            100.0 * freed as f64 / f as f64,
+            TURNOVER_SHARE * 100.0
+        ),
+        None => format!(
+            "it freed more than the {freed_unfrozen} objects the collections of the unfrozen part \
+             freed since the freeze: most of the old garbage died frozen"
+        ),
+    }
 }
 
 /// A stale re-freeze that frees this share of the frozen objects found a heap that turns over
@@ -1029,8 +1047,6 @@ impl Scheduler {
                 if self.frozen {
                     self.learn_yield(n, ms, trigger == Trigger::Due);
                     self.freed_unfrozen += n;
-                }
-                if self.frozen {
                     self.pause_frozen.add(ms);
                     let since = Self::work(obs) - self.last_full_work;
                     if since > 0.0 {
@@ -1104,8 +1120,8 @@ impl Scheduler {
                             "gc.unfreeze(); collect(2) -> {n}{of_frozen} in {ms:.1} ms; left unfrozen{rule}"
                         ),
                         format!(
-                            "{why}; it freed {:.0} % of the frozen objects or more, or more than the {unfrozen_freed} the collections of the unfrozen part freed since the freeze: the heap turns over, a freeze only holds its garbage; CPython's own rule collects the whole heap again, the guard under it; {context}",
-                            TURNOVER_SHARE * 100.0
+                            "{why}; {}: the heap turns over, a freeze only holds its garbage; CPython's own rule collects the whole heap again, the guard under it; {context}",
+                            turnover_evidence(n, frozen_before, unfrozen_freed)
                         ),
                     ));
                     self.after_collection(obs);
@@ -1863,6 +1879,11 @@ mod tests {
             "{a:?}"
         );
         assert!(a[0].reason.contains("turns over"), "{a:?}");
+        assert!(
+            a[0].reason
+                .contains("it freed 50 % of the frozen objects (40 % or more)"),
+            "{a:?}"
+        );
         assert!(!s.frozen);
         // CPython's own rule for full collections is back, after the collection.
         let calls: Vec<&str> = gc.calls.iter().rev().take(2).map(String::as_str).collect();
@@ -1912,7 +1933,11 @@ mod tests {
         gc.freed = 150_000;
         let a = s.tick(&mut gc, &obs(7.5, 150, None)).unwrap();
         assert!(a[0].action.contains("left unfrozen"), "{a:?}");
-        assert!(a[0].reason.contains("more than the 5000"), "{a:?}");
+        assert!(
+            a[0].reason
+                .contains("more than the 5000 objects the collections of the unfrozen part"),
+            "{a:?}"
+        );
         assert!(!s.frozen);
     }
 
