@@ -799,6 +799,7 @@ impl Scheduler {
         let (Some(in_use), Some(live)) = (obs.in_use_bytes(), self.live_after_full) else {
             return None;
         };
+        let (grown, worth) = self.growth(obs)?;
         if self.frozen {
             // Stale: the memory a full collection of the unfrozen part leaves in use (the lowest
             // since the last one) stays past the freeze's: garbage among the frozen objects. Not
@@ -829,6 +830,26 @@ impl Scheduler {
                         trigger: Trigger::Stale,
                     });
                 }
+                // In use past the limit, though the last full collection left less: the frozen
+                // part may have gone stale since, and only a collection of the unfrozen part can
+                // tell. (Left to the growth trigger, a tenth of the live heap later, growing-
+                // cache's frozen garbage passed the limit by 16 MiB before it was seen: peak RSS
+                // 1.15× the default's over 3 minutes, at f0bf3bc.) Once per `min_growth` of
+                // growth, so young garbage over a floor just under the limit does not collect at
+                // every tick. (Where the growth trigger collects anyway, it says so.)
+                if in_use as f64 > limit && grown >= self.cfg.min_growth && (grown as f64) < worth {
+                    return Some(Plan::Collect {
+                        why: format!(
+                            "{} MiB in use passed the staleness limit of {} MiB ({} MiB at the \
+                             freeze): a collection of the unfrozen part says whether the frozen \
+                             part went stale",
+                            in_use >> 20,
+                            limit as u64 >> 20,
+                            at_freeze >> 20
+                        ),
+                        trigger: Trigger::Growth,
+                    });
+                }
             }
         }
         // After a collection for growth that freed next to nothing, the memory that grew is
@@ -845,7 +866,6 @@ impl Scheduler {
                 trigger: Trigger::Stale,
             });
         }
-        let (grown, worth) = self.growth(obs)?;
         if grown as f64 >= worth && !futile && self.full != FullCollections::GivenBack {
             return Some(Plan::Collect {
                 why: format!(
@@ -1109,18 +1129,29 @@ impl Scheduler {
                     };
                     if let Some(t2) = given_back {
                         t[2] = t2;
-                        gc.set_threshold(t)?;
                         self.full = FullCollections::GivenBack;
                     }
-                    let rule = given_back.map_or(String::new(), |t2| {
-                        format!("; set_threshold({}, {}, {t2})", t[0], t[1])
+                    // The young threshold's experiment ends with the freeze; a trial running
+                    // then goes back to its base (left at 2800 on growing-cache, unjudged).
+                    let trial_base = self.young.as_mut().and_then(YoungTuner::stop);
+                    if let Some(t0) = trial_base {
+                        t[0] = t0;
+                    }
+                    let rule = if given_back.is_some() || trial_base.is_some() {
+                        gc.set_threshold(t)?;
+                        format!("; set_threshold({}, {}, {})", t[0], t[1], t[2])
+                    } else {
+                        String::new()
+                    };
+                    let trial = trial_base.map_or(String::new(), |t0| {
+                        format!("; the young threshold trial ends with the freeze, back to {t0}")
                     });
                     actions.push(Action::new(
                         format!(
                             "gc.unfreeze(); collect(2) -> {n}{of_frozen} in {ms:.1} ms; left unfrozen{rule}"
                         ),
                         format!(
-                            "{why}; {}: the heap turns over, a freeze only holds its garbage; CPython's own rule collects the whole heap again, the guard under it; {context}",
+                            "{why}; {}: the heap turns over, a freeze only holds its garbage; CPython's own rule collects the whole heap again, the guard under it{trial}; {context}",
                             turnover_evidence(n, frozen_before, unfrozen_freed)
                         ),
                     ));
@@ -1863,6 +1894,37 @@ mod tests {
     }
 
     #[test]
+    fn memory_in_use_past_the_staleness_limit_is_looked_at_before_the_growth_trigger() {
+        // 200 MiB at the freeze: stale past 200 × 1.10 + 16 = 236 MiB. The last full
+        // collection left 225; 239 in use is 14 MiB of growth, under the growth trigger's 22.5,
+        // yet past the limit: a collection of the unfrozen part says whether the frozen part is
+        // stale, and what it leaves decides.
+        for (left, stale) in [(238, true), (234, false)] {
+            let (mut s, mut gc) = started_now();
+            gc.freed = 50_000;
+            s.tick(&mut gc, &obs(0.1, 200, None)).unwrap();
+            let a = s.tick(&mut gc, &obs(8.0, 225, None)).unwrap();
+            assert!(a[0].reason.contains("memory grew"), "{a:?}");
+            assert!(s.tick(&mut gc, &obs(8.5, 225, None)).unwrap().is_empty());
+            let a = s.tick(&mut gc, &obs(12.0, 239, None)).unwrap();
+            assert!(
+                a[0].action.starts_with("collect(2)")
+                    && a[0].reason.contains(
+                        "239 MiB in use passed the staleness limit of 236 MiB (200 MiB at the \
+                         freeze)"
+                    ),
+                "{a:?}"
+            );
+            let a = s.tick(&mut gc, &obs(12.5, left, None)).unwrap();
+            assert_eq!(refroze(&a), stale, "{left}: {a:?}");
+            if !stale {
+                // Young garbage 3 MiB over what it left: under `min_growth`, not collected again.
+                assert!(s.tick(&mut gc, &obs(13.0, 237, None)).unwrap().is_empty());
+            }
+        }
+    }
+
+    #[test]
     fn a_heap_that_turns_over_is_left_unfrozen() {
         let (mut s, mut gc) = started_now();
         s.tick(&mut gc, &obs(0.1, 100, None)).unwrap();
@@ -2356,6 +2418,24 @@ mod tests {
             "{set:?}"
         );
         assert_eq!(gc.threshold, [2800, 10, HELD_BACK]);
+        // The heap turns over during the trial (a stale re-freeze frees half the frozen
+        // objects): left unfrozen, and the trial, unjudged, goes back to 700 with the freeze.
+        gc.frozen = Some(200_000);
+        gc.freed = 100_000;
+        s.tick(&mut gc, &obs(9.5, 150, None)).unwrap();
+        let a = s.tick(&mut gc, &obs(10.0, 150, None)).unwrap();
+        assert!(
+            a[0].action
+                .ends_with("left unfrozen; set_threshold(700, 10, 10)"),
+            "{a:?}"
+        );
+        assert!(
+            a[0].reason
+                .contains("the young threshold trial ends with the freeze, back to 700"),
+            "{a:?}"
+        );
+        assert_eq!(gc.threshold, [700, 10, 10]);
+        assert!(s.young.as_ref().is_some_and(YoungTuner::settled));
         // young=off and young=N leave no experiment.
         for (young, t0) in [
             (YoungThreshold::Off, 700),

@@ -294,6 +294,21 @@ impl YoungTuner {
         }
     }
 
+    /// Ends the experiment where it stands (the heap is left unfrozen: its windows, measured
+    /// under the freeze, say nothing of the heap from then on). Returns the threshold0 to go back
+    /// to where a trial was running: its base, the last one measured.
+    pub fn stop(&mut self) -> Option<u64> {
+        let running = match self.phase {
+            Phase::Trial { from, .. } => Some(from),
+            _ => None,
+        };
+        self.phase = Phase::Settled;
+        if let Some(from) = running {
+            self.threshold0 = from;
+        }
+        running
+    }
+
     /// Starts a trial of the next threshold against `base` (the current one's window), or
     /// settles at the largest.
     fn try_next(&mut self, base: Window) -> Option<u64> {
