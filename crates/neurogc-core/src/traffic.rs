@@ -119,6 +119,10 @@ impl Stops {
 /// Arrivals the current rate is measured over.
 pub const RATE_ARRIVALS: usize = 64;
 
+/// A gap this many times the median gap or longer is an idle stretch between bursts, not
+/// chance: in steady (Poisson) traffic a gap past 20 medians comes about once in a million.
+pub const IDLE_GAP_MEDIANS: u64 = 20;
+
 /// The traffic as a decision sees it.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Traffic<'a> {
@@ -151,6 +155,27 @@ impl Traffic<'_> {
             }
             _ => 0.0,
         }
+    }
+
+    /// Where the traffic comes in bursts with idle gaps between them, the longest burst
+    /// remembered: the stretch between two idle gaps (each at least `min_gap` and
+    /// [`IDLE_GAP_MEDIANS`] median gaps long), how long a wait for the next idle gap may take.
+    /// `None` for steady traffic, or with fewer than two idle gaps remembered.
+    pub fn longest_burst(&self, min_gap: Duration) -> Option<Duration> {
+        let gaps: Vec<u64> = self.arrivals.windows(2).map(|w| w[1] - w[0]).collect();
+        if gaps.len() < 8 {
+            return None;
+        }
+        let mut sorted = gaps.clone();
+        sorted.sort_unstable();
+        let idle = (sorted[sorted.len() / 2] * IDLE_GAP_MEDIANS).max(min_gap.as_nanos() as u64);
+        // Gap i runs from arrival i to arrival i + 1: a burst from the arrival after one idle
+        // gap to the arrival that starts the next.
+        let ends: Vec<usize> = (0..gaps.len()).filter(|&i| gaps[i] >= idle).collect();
+        ends.windows(2)
+            .map(|w| self.arrivals[w[1]] - self.arrivals[w[0] + 1])
+            .max()
+            .map(Duration::from_nanos)
     }
 
     /// The chance that nothing arrives in the next `pause` (and nothing is in flight now): the
@@ -270,6 +295,53 @@ mod tests {
             ..after
         };
         assert_eq!(busy.quiet_chance(d), 0.0);
+    }
+
+    #[test]
+    fn bursts_are_told_from_steady_traffic_by_their_idle_gaps() {
+        let at = |arrivals: &[u64]| {
+            Traffic {
+                in_flight: 0,
+                now_ns: arrivals.last().unwrap() + MS,
+                arrivals,
+                total: 0,
+            }
+            .longest_burst(Duration::from_millis(10))
+        };
+        // Poisson arrivals at 150 a second (exponential gaps from a fixed LCG): no idle gap.
+        let mut x: u64 = 12345;
+        let mut t = 0u64;
+        let poisson: Vec<u64> = (0..1024)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let u = ((x >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+                t += (-u.ln() / 150.0 * 1e9) as u64;
+                t
+            })
+            .collect();
+        assert_eq!(at(&poisson), None);
+        // Bursts of 50, 100 and 150 arrivals 8 ms apart, 300 ms of silence after each: the
+        // longest burst is the 150 arrivals' 1.192 s.
+        let mut bursty = Vec::new();
+        let mut t = 0;
+        for n in [50, 100, 150, 50, 100] {
+            for _ in 0..n {
+                bursty.push(t);
+                t += 8 * MS;
+            }
+            t += 300 * MS;
+        }
+        assert_eq!(at(&bursty), Some(Duration::from_millis(149 * 8)));
+        // Idle gaps shorter than the pause asked about are no windows for it.
+        let short = Traffic {
+            in_flight: 0,
+            now_ns: t,
+            arrivals: &bursty,
+            total: 0,
+        };
+        assert_eq!(short.longest_burst(Duration::from_millis(400)), None);
     }
 
     #[test]
