@@ -123,6 +123,10 @@ pub const RATE_ARRIVALS: usize = 64;
 /// chance: in steady (Poisson) traffic a gap past 20 medians comes about once in a million.
 pub const IDLE_GAP_MEDIANS: u64 = 20;
 
+/// Bursts seen whole before the traffic counts as bursty: two idle gaps alone are as likely a
+/// steady service stopped twice.
+pub const MIN_BURSTS: usize = 2;
+
 /// The traffic as a decision sees it.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Traffic<'a> {
@@ -160,8 +164,11 @@ impl Traffic<'_> {
     /// Where the traffic comes in bursts with idle gaps between them, the longest burst
     /// remembered: the stretch between two idle gaps (each at least `min_gap` and
     /// [`IDLE_GAP_MEDIANS`] median gaps long), how long a wait for the next idle gap may take.
-    /// `None` for steady traffic, or with fewer than two idle gaps remembered.
-    pub fn longest_burst(&self, min_gap: Duration) -> Option<Duration> {
+    /// `None` for steady traffic, and unless the ring holds [`MIN_BURSTS`] bursts whole whose
+    /// median ends `within` the wait allowed: steady traffic that stops now and then (a
+    /// server paused between a benchmark's turns, a nightly lull) has idle gaps too, a stretch
+    /// of many seconds apart, and waiting for the next of them only lets the pause grow.
+    pub fn longest_burst(&self, min_gap: Duration, within: Duration) -> Option<Duration> {
         let gaps: Vec<u64> = self.arrivals.windows(2).map(|w| w[1] - w[0]).collect();
         if gaps.len() < 8 {
             return None;
@@ -172,10 +179,17 @@ impl Traffic<'_> {
         // Gap i runs from arrival i to arrival i + 1: a burst from the arrival after one idle
         // gap to the arrival that starts the next.
         let ends: Vec<usize> = (0..gaps.len()).filter(|&i| gaps[i] >= idle).collect();
-        ends.windows(2)
+        let mut bursts: Vec<u64> = ends
+            .windows(2)
             .map(|w| self.arrivals[w[1]] - self.arrivals[w[0] + 1])
-            .max()
-            .map(Duration::from_nanos)
+            .collect();
+        if bursts.len() < MIN_BURSTS {
+            return None;
+        }
+        bursts.sort_unstable();
+        let median = bursts[(bursts.len() - 1) / 2];
+        (median <= within.as_nanos() as u64)
+            .then(|| Duration::from_nanos(*bursts.last().expect("MIN_BURSTS > 0")))
     }
 
     /// The chance that nothing arrives in the next `pause` (and nothing is in flight now): the
@@ -306,7 +320,7 @@ mod tests {
                 arrivals,
                 total: 0,
             }
-            .longest_burst(Duration::from_millis(10))
+            .longest_burst(Duration::from_millis(10), Duration::from_secs(2))
         };
         // Poisson arrivals at 150 a second (exponential gaps from a fixed LCG): no idle gap.
         let mut x: u64 = 12345;
@@ -341,7 +355,29 @@ mod tests {
             arrivals: &bursty,
             total: 0,
         };
-        assert_eq!(short.longest_burst(Duration::from_millis(400)), None);
+        assert_eq!(
+            short.longest_burst(Duration::from_millis(400), Duration::from_secs(2)),
+            None
+        );
+        // One burst alone between two idle gaps: not yet a pattern.
+        assert_eq!(at(&bursty[..50 + 100 + 10]), None);
+        // Steady traffic in turns of 6 s with a stop between them, as the suite runs it: at
+        // 96 a second the ring holds one turn whole (two idle gaps, one burst); at 30 a second
+        // several, but a wait of 2 s would end inside most of them.
+        let turns = |rate: u64| {
+            let mut v = Vec::new();
+            let mut t = 0;
+            while v.len() < 300 + 1024 {
+                for _ in 0..6 * rate {
+                    v.push(t);
+                    t += 1_000 * MS / rate;
+                }
+                t += 500 * MS;
+            }
+            v[300..300 + 1024].to_vec()
+        };
+        assert_eq!(at(&turns(96)), None);
+        assert_eq!(at(&turns(30)), None);
     }
 
     #[test]
