@@ -19,7 +19,7 @@ import pytest
 import neurogc
 from conftest import run_python, wait_for
 
-HEADER = "time,generation,pause_ms,collected,uncollectable,reason,in_flight,trigger,predicted_ms,predicted_freed,pid"
+HEADER = "time,generation,pause_ms,collected,uncollectable,reason,in_flight,trigger,predicted_ms,predicted_freed,pid,why"
 
 
 class Cyclic:

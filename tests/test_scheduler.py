@@ -71,6 +71,12 @@ def test_it_collects_the_old_generation_it_owns(clean_gc, tmp_path):
     assert ours[0]["trigger"] == "freeze", ours[0]
     assert {r["trigger"] for r in ours[1:]} <= {"due", "quiet", "growth", "stale", "guard"}, ours
     assert len(ours) >= 2 and all(float(r["predicted_ms"]) > 0 for r in ours), ours
+    # Each row says why in words, whatever else its sample's interval held: its need and the
+    # moment it ran, as the action's reason in the samples begins.
+    assert ours[0]["why"].startswith("warm-up of 0.2 s over"), ours[0]
+    assert all("; " in r["why"] for r in ours), ours
+    for r in rows:
+        assert any(r["policy_reason"].startswith(e["why"]) for e in ours), (r, ours)
 
 
 def test_a_bad_spec_names_the_problem():

@@ -259,7 +259,7 @@ impl Shared {
             n.fetch_add(1, Ordering::Relaxed);
         }
         let (cause, intent) = if self.policy_collecting.load(Ordering::Relaxed) {
-            (CollectionCause::Policy, *lock(&self.policy_intent))
+            (CollectionCause::Policy, lock(&self.policy_intent).clone())
         } else {
             (CollectionCause::Runtime, None)
         };
@@ -291,10 +291,10 @@ impl Shared {
             in_flight,
             intent,
         };
-        let dropped_before = gc.window.dropped_events;
-        gc.window.record(event);
-        let dropped = gc.window.dropped_events > dropped_before;
+        // The totals first: the window keeps the event itself.
+        let dropped = gc.window.events.len() >= GcWindow::MAX_EVENTS;
         gc.totals.record(&event, dropped);
+        gc.window.record(event);
     }
 
     /// Collections finished per generation since start.

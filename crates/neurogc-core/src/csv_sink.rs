@@ -297,17 +297,17 @@ mod tests {
         ];
         sink.write_rows(batch.iter().map(|e| e.csv_fields(5)))
             .unwrap();
-        sink.write_rows(std::iter::empty::<[String; 11]>()).unwrap();
+        sink.write_rows(std::iter::empty::<[String; 12]>()).unwrap();
         assert_eq!(sink.rows_written(), 2);
         let mut sink = CsvSink::open_with_columns(&path, &GcEvent::CSV_COLUMNS).unwrap();
         sink.write_rows([event(1, CollectionCause::Runtime).csv_fields(5)])
             .unwrap();
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
-            "time,generation,pause_ms,collected,uncollectable,reason,in_flight,trigger,predicted_ms,predicted_freed,pid\n\
-             1.500000,0,0.002,3,0,runtime,,,,,5\n\
-             1.500000,2,0.002,3,0,policy,,,,,5\n\
-             1.500000,1,0.002,3,0,runtime,,,,,5\n"
+            "time,generation,pause_ms,collected,uncollectable,reason,in_flight,trigger,predicted_ms,predicted_freed,pid,why\n\
+             1.500000,0,0.002,3,0,runtime,,,,,5,\n\
+             1.500000,2,0.002,3,0,policy,,,,,5,\n\
+             1.500000,1,0.002,3,0,runtime,,,,,5,\n"
         );
         // The samples CSV's header is not ours: refused.
         assert!(CsvSink::open(&path).is_err());

@@ -45,7 +45,7 @@ pub fn pause_ns(wall_ns: u64, cpu_ns: u64) -> u64 {
 }
 
 /// One finished collection.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct GcEvent {
     /// Unix time (seconds) when the collection started.
     pub start_time: f64,
@@ -63,8 +63,9 @@ pub struct GcEvent {
 impl GcEvent {
     /// The GC events CSV: one row per collection (docs/runs.md, `gc-events.csv`). `pid` is the
     /// process that ran it: the workers of one service each write a file, and a reader that
-    /// puts them together still tells them apart.
-    pub const CSV_COLUMNS: [&'static str; 11] = [
+    /// puts them together still tells them apart. `why` is the policy's reason in words (its
+    /// collections only), last: it is the one column with commas in it.
+    pub const CSV_COLUMNS: [&'static str; 12] = [
         "time",
         "generation",
         "pause_ms",
@@ -76,12 +77,13 @@ impl GcEvent {
         "predicted_ms",
         "predicted_freed",
         "pid",
+        "why",
     ];
 
     /// The row in [`GcEvent::CSV_COLUMNS`] order: `time` in Unix seconds with 6 decimals,
     /// `pause_ms` rounded to the microsecond, `reason` `policy` or `runtime`; what is not known
     /// is empty; `pid` is the process writing it.
-    pub fn csv_fields(&self, pid: u32) -> [String; 11] {
+    pub fn csv_fields(&self, pid: u32) -> [String; 12] {
         let us = self.pause_ns.saturating_add(500) / 1_000;
         let opt = |v: Option<String>| v.unwrap_or_default();
         [
@@ -92,16 +94,23 @@ impl GcEvent {
             self.uncollectable.to_string(),
             self.cause.as_str().to_string(),
             opt(self.in_flight.map(|n| n.to_string())),
-            opt(self.intent.map(|i| i.trigger.as_str().to_string())),
+            opt(self.intent.as_ref().map(|i| i.trigger.as_str().to_string())),
             opt(self
                 .intent
+                .as_ref()
                 .and_then(|i| i.predicted_ms)
                 .map(|ms| format!("{ms:.3}"))),
             opt(self
                 .intent
+                .as_ref()
                 .and_then(|i| i.predicted_freed)
                 .map(|n| format!("{n:.0}"))),
             pid.to_string(),
+            opt(self
+                .intent
+                .as_ref()
+                .and_then(|i| i.why.as_deref())
+                .map(str::to_string)),
         ]
     }
 }
@@ -109,7 +118,7 @@ impl GcEvent {
 /// How the columns of the GC events CSV are read back.
 pub fn event_column_kind(column: &str) -> Option<ColumnKind> {
     match column {
-        "reason" | "trigger" => Some(ColumnKind::Text),
+        "reason" | "trigger" | "why" => Some(ColumnKind::Text),
         "time" | "generation" | "pause_ms" | "collected" | "uncollectable" | "in_flight"
         | "predicted_ms" | "predicted_freed" | "pid" => Some(ColumnKind::Number),
         _ => None,
@@ -132,6 +141,8 @@ pub struct RecordedEvent {
     /// The process that ran it; `None` in files written before the `pid` column existed (the
     /// caller may know it from the file's name: [`crate::csv_sink::process_of_file`]).
     pub pid: Option<u32>,
+    /// The policy's reason for it in words (empty for the runtime's, and in older files).
+    pub why: String,
 }
 
 /// Reads a GC events CSV (`shown` names it in errors): the same cell and truncated-line rules
@@ -193,6 +204,7 @@ pub fn read_events(
                 }
                 Some(p) => return Err(bad(format!("pid {p} is not a process id"))),
             },
+            why: text("why"),
         });
     }
     Ok((events, table.warnings))
@@ -316,6 +328,7 @@ mod tests {
             trigger: Trigger::Quiet,
             predicted_ms: Some(11.0),
             predicted_freed: Some(4200.0),
+            why: Some("due: every 40 requests; quiet window: P = 0.95, 0 in flight".into()),
         });
         let mut young = ev(0, 1_000, 5);
         young.in_flight = Some(0);
@@ -337,6 +350,7 @@ mod tests {
                 predicted_ms: Some(11.0),
                 predicted_freed: Some(4200.0),
                 pid: Some(41),
+                why: "due: every 40 requests; quiet window: P = 0.95, 0 in flight".into(),
             }
         );
         assert_eq!(
@@ -355,8 +369,13 @@ mod tests {
         .unwrap();
         let (old, _) = read_events(&path, "gc").unwrap();
         assert_eq!(
-            (old[0].in_flight, old[0].trigger, old[0].pid),
-            (None, None, None)
+            (
+                old[0].in_flight,
+                old[0].trigger,
+                old[0].pid,
+                old[0].why.as_str()
+            ),
+            (None, None, None, "")
         );
         std::fs::write(&path, "time,generation,pause_ms,pid\n1.5,1,0.2,-3\n").unwrap();
         let e = read_events(&path, "gc").unwrap_err().to_string();
@@ -434,6 +453,7 @@ mod tests {
                 trigger: Trigger::Due,
                 predicted_ms: Some(9.5),
                 predicted_freed: None,
+                why: Some("due: every 40 requests".into()),
             }),
         };
         assert_eq!(
@@ -449,7 +469,8 @@ mod tests {
                 "due",
                 "9.500",
                 "",
-                "7"
+                "7",
+                "due: every 40 requests"
             ]
             .map(String::from)
         );

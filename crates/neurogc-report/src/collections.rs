@@ -40,6 +40,19 @@ pub struct PolicyCollections {
     pub young: usize,
     pub young_met: Option<usize>,
     pub triggers: Vec<TriggerRow>,
+    /// The longest collection the policy ran that says why (gc-events `why`): what set its
+    /// worst pause, in its own words.
+    pub longest: Option<Longest>,
+}
+
+/// One collection a policy ran, with its reason.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Longest {
+    pub pause_ms: f64,
+    pub predicted_ms: Option<f64>,
+    pub collected: Option<u64>,
+    pub in_flight: Option<u32>,
+    pub why: String,
 }
 
 /// One entry per policy, in the analysis' order; policies without GC events are left out.
@@ -126,6 +139,17 @@ fn of_events(label: &str, events: &[&RecordedEvent]) -> PolicyCollections {
         young: young.len(),
         young_met: met(&young),
         triggers,
+        longest: events
+            .iter()
+            .filter(|e| !e.why.is_empty())
+            .max_by(|a, b| a.pause_ms.total_cmp(&b.pause_ms))
+            .map(|e| Longest {
+                pause_ms: e.pause_ms,
+                predicted_ms: e.predicted_ms,
+                collected: e.collected,
+                in_flight: e.in_flight,
+                why: e.why.clone(),
+            }),
     }
 }
 
@@ -204,6 +228,34 @@ pub fn section(md: &mut String, rows: &[PolicyCollections]) {
         }
     }
     md.push('\n');
+    if rows.iter().all(|r| r.longest.is_none()) {
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "The longest collection each policy ran, and why (gc-events `why`: the need and the \
+         moment, as the policy gave them):\n"
+    );
+    for r in rows {
+        let Some(l) = &r.longest else { continue };
+        let predicted = l
+            .predicted_ms
+            .map_or(String::new(), |p| format!(", predicted {} ms", num(p)));
+        let freed = l
+            .collected
+            .map_or(String::new(), |n| format!(", freed {n} objects"));
+        let in_flight = l
+            .in_flight
+            .map_or(String::new(), |n| format!(", {n} in flight"));
+        let _ = writeln!(
+            md,
+            "- {}: {} ms{predicted}{freed}{in_flight}: {}",
+            cell_text(&r.label),
+            num(l.pause_ms),
+            l.why
+        );
+    }
+    md.push('\n');
 }
 
 #[cfg(test)]
@@ -227,6 +279,7 @@ mod tests {
             pid: None,
             predicted_ms: trigger.map(|_| 8.0),
             predicted_freed: trigger.map(|_| 90.0),
+            why: trigger.map_or(String::new(), |t| format!("{}: because", t.as_str())),
         }
     }
 
@@ -259,6 +312,18 @@ mod tests {
             md.contains("| neurogc | quiet | 2 | 0 | 8.00 | 10.00 | 90 | 100 |"),
             "{md}"
         );
+        // The longest with a reason: the due one, made longer here.
+        let mut evs = evs;
+        evs[1].pause_ms = 40.0;
+        let refs: Vec<&RecordedEvent> = evs.iter().collect();
+        let mut md = String::new();
+        section(&mut md, &[of_events("neurogc", &refs)]);
+        assert!(
+            md.contains(
+                "- neurogc: 40.00 ms, predicted 8.00 ms, freed 100 objects, 3 in flight: due: because"
+            ),
+            "{md}"
+        );
     }
 
     #[test]
@@ -274,5 +339,6 @@ mod tests {
             "{md}"
         );
         assert!(!md.contains("trigger |"), "{md}");
+        assert!(!md.contains("and why (gc-events `why`"), "{md}");
     }
 }

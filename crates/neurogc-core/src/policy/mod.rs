@@ -17,6 +17,7 @@ pub mod stagger;
 pub mod young;
 
 use crate::process::thread_cpu_ms;
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use explore::ExplorePolicy;
@@ -86,12 +87,15 @@ impl Trigger {
 }
 
 /// What a policy expects of a collection it runs: why, and the pause it predicts (if it does).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Intent {
     pub trigger: Trigger,
     pub predicted_ms: Option<f64>,
     /// The objects it expects the collection to free.
     pub predicted_freed: Option<f64>,
+    /// Its reason in words, as the policy's action gives it (the GC events' `why`): a sample
+    /// keeps only the last action of its interval, and a collection's row keeps its own.
+    pub why: Option<Arc<str>>,
 }
 
 impl From<Trigger> for Intent {
@@ -100,6 +104,7 @@ impl From<Trigger> for Intent {
             trigger,
             predicted_ms: None,
             predicted_freed: None,
+            why: None,
         }
     }
 }

@@ -1048,10 +1048,20 @@ impl Scheduler {
             Plan::Collect { .. } => self.predicted_freed(obs),
             _ => None,
         };
+        // The collection's own row in the GC events says why it ran: its need and its moment
+        // (the sample keeps only the last action of its interval).
+        let why = match &plan {
+            Plan::Collect { why, .. } | Plan::Refreeze { why, .. } => format!("{why}; {moment}"),
+            Plan::Freeze => format!(
+                "warm-up of {:.1} s over: the warm heap is frozen; {moment}",
+                self.cfg.warmup.as_secs_f64()
+            ),
+        };
         let intent = Intent {
             trigger: plan.trigger(),
             predicted_ms: Some(predicted),
             predicted_freed: freed,
+            why: Some(why.into()),
         };
         let in_flight = obs.traffic.map_or(0, |t| t.in_flight);
         let expected = freed.map_or(String::new(), |n| format!(", to free ~{n:.0} objects"));

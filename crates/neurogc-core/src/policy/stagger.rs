@@ -93,7 +93,7 @@ impl FullCollectionLock for FileLock {
 }
 
 /// A full collection waiting for the lock: why, whether a freeze follows it, and since when.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Pending {
     intent: Intent,
     freeze: bool,
@@ -121,7 +121,7 @@ impl Staggered {
 
     /// Runs the postponed collection if the lock is free now.
     fn retry(&mut self, gc: &mut dyn GcControl) -> Result<Vec<Action>, GcError> {
-        let Some(p) = self.pending else {
+        let Some(p) = self.pending.clone() else {
             return Ok(vec![]);
         };
         let mut gate = Gate {
@@ -131,7 +131,7 @@ impl Staggered {
             now: self.now,
         };
         gate.pending.take();
-        let collected = gate.collect(2, p.intent)?;
+        let collected = gate.collect(2, p.intent.clone())?;
         if gate.pending.is_some() {
             // Still held by another process: keep the original wait's start.
             if let Some(q) = gate.pending.as_mut() {
@@ -211,7 +211,7 @@ impl Policy for Staggered {
     }
 
     fn next_tick(&self) -> Option<Duration> {
-        let retry = self.pending.map(|_| self.now + RETRY);
+        let retry = self.pending.as_ref().map(|_| self.now + RETRY);
         match (self.inner.next_tick(), retry) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
