@@ -1050,13 +1050,14 @@ impl Scheduler {
         };
         // The collection's own row in the GC events says why it ran: its need and its moment
         // (the sample keeps only the last action of its interval).
-        let why = match &plan {
-            Plan::Collect { why, .. } | Plan::Refreeze { why, .. } => format!("{why}; {moment}"),
+        let need = match &plan {
+            Plan::Collect { why, .. } | Plan::Refreeze { why, .. } => why.clone(),
             Plan::Freeze => format!(
-                "warm-up of {:.1} s over: the warm heap is frozen; {moment}",
+                "warm-up of {:.1} s over: the warm heap is frozen",
                 self.cfg.warmup.as_secs_f64()
             ),
         };
+        let why = format!("{need}; {moment}");
         let intent = Intent {
             trigger: plan.trigger(),
             predicted_ms: Some(predicted),
@@ -1120,10 +1121,7 @@ impl Scheduler {
                 self.in_use_at_freeze = obs.in_use_bytes();
                 actions.push(Action::new(
                     format!("collect(2) -> {n} in {ms:.1} ms; gc.freeze()"),
-                    format!(
-                        "warm-up of {:.1} s over: the warm heap is frozen; {context}",
-                        self.cfg.warmup.as_secs_f64()
-                    ),
+                    format!("{need}; {context}"),
                 ));
             }
             Plan::Refreeze { why, trigger } => {
