@@ -2304,7 +2304,11 @@ mod tests {
     fn the_cadence_follows_the_pause_model() {
         let o = obs(1.0, 100, None);
         let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
-        assert_eq!(s.cadence(&o), 0.25, "before any point: 0.25 s, stepping out to 2 s");
+        assert_eq!(
+            s.cadence(&o),
+            0.25,
+            "before any point: 0.25 s, stepping out to 2 s"
+        );
         // Pause ∝ work (45 ms per second), in the p99 whatever the cadence: as often as there
         // is, every 0.1 s (4.5 ms pauses); with `pause=5ms`, every 5/45 s.
         for t in [0.6, 2.2, 1.0] {
