@@ -240,7 +240,8 @@ impl Sampler {
         self.write_gc_events(&gc_window);
         // Model inference, if the policy has a model, runs here: detached from the interpreter.
         self.policy.observe(&sample);
-        let Some(decided) = Python::try_attach(|py| self.decide_on_sample(py, &mut sample)) else {
+        let Some(decided) = Python::try_attach(|py| self.decide_on_sample(py, &mut sample, last))
+        else {
             return Ok(Interpreter::Gone);
         };
         decided?;
@@ -338,8 +339,15 @@ impl Sampler {
     }
 
     /// With the interpreter: reads the collector's state into the sample and lets the policy
-    /// act on it. The policy's own collection shows in the next interval's statistics.
-    fn decide_on_sample(&mut self, py: Python<'_>, sample: &mut Sample) -> Result<(), String> {
+    /// act on it, except on the `last` sample, at stop: a collection then would come after the
+    /// last window of GC events was written, and the run is over. The policy's own collection
+    /// shows in the next interval's statistics.
+    fn decide_on_sample(
+        &mut self,
+        py: Python<'_>,
+        sample: &mut Sample,
+        last: bool,
+    ) -> Result<(), String> {
         let shared = self.shared.clone();
         let mut gc = PyGc::new(py, &shared)?;
         sample.gc_count = gc.count()?;
@@ -354,7 +362,9 @@ impl Sampler {
             sample: Some(sample),
             traffic: self.traffic(&arrivals),
         };
-        self.act(&mut gc, &obs)?;
+        if !last {
+            self.act(&mut gc, &obs)?;
+        }
         if let Some(decision) = self.policy.last_decision() {
             sample.model_output = Some(decision.output);
             sample.model_fired = decision.fired;

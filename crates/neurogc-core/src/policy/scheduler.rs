@@ -919,8 +919,10 @@ impl Scheduler {
             };
             return Some(Plan::Collect {
                 why: format!(
-                    "due: every {cadence:.0} {}{stretched} keeps the pauses out of the p99 or small",
+                    "due: every {cadence:.prec$} {}{stretched} keeps the pauses out of the p99 or small",
                     Self::unit(obs),
+                    // Seconds without traffic are often fractions of one; requests are whole.
+                    prec = if obs.traffic.is_none() && cadence < 10.0 { 2 } else { 0 },
                 ),
                 trigger: Trigger::Due,
             });
