@@ -352,17 +352,17 @@ impl Sampler {
         let mut gc = PyGc::new(py, &shared)?;
         sample.gc_count = gc.count()?;
         sample.gc_enabled = gc.is_enabled()?;
-        let arrivals = self.arrivals();
-        let obs = Observation {
-            elapsed: self.started.elapsed(),
-            rss_bytes: sample.rss_bytes,
-            heap_free_bytes: self.heap_free.read(),
-            gc_count: sample.gc_count,
-            collections: Some(self.shared.collections()),
-            sample: Some(sample),
-            traffic: self.traffic(&arrivals),
-        };
         if !last {
+            let arrivals = self.arrivals();
+            let obs = Observation {
+                elapsed: self.started.elapsed(),
+                rss_bytes: sample.rss_bytes,
+                heap_free_bytes: self.heap_free.read(),
+                gc_count: sample.gc_count,
+                collections: Some(self.shared.collections()),
+                sample: Some(sample),
+                traffic: self.traffic(&arrivals),
+            };
             self.act(&mut gc, &obs)?;
         }
         if let Some(decision) = self.policy.last_decision() {

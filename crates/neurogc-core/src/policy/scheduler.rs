@@ -850,6 +850,12 @@ impl Scheduler {
                 // growth, so young garbage over a floor just under the limit does not collect at
                 // every tick. (Where the growth trigger collects anyway, it says so.)
                 if in_use as f64 > limit && grown >= self.cfg.min_growth && (grown as f64) < worth {
+                    let passed = format!(
+                        "{} MiB in use passed the staleness limit of {} MiB ({} MiB at the freeze)",
+                        in_use >> 20,
+                        limit as u64 >> 20,
+                        at_freeze >> 20
+                    );
                     // Unless the unfrozen part's last due collections freed little (the cadence
                     // is stretched for it): then its collection would free little of this too,
                     // and only pause before the re-freeze it leads to. (On growing-cache such a
@@ -858,25 +864,17 @@ impl Scheduler {
                     if self.stretch > 1.0 {
                         return Some(Plan::Refreeze {
                             why: format!(
-                                "{} MiB in use passed the staleness limit of {} MiB ({} MiB at \
-                                 the freeze), and the unfrozen part's last collections freed \
-                                 under {LOW_YIELD:.0} objects per ms of pause: collecting it \
-                                 would not bring the memory back",
-                                in_use >> 20,
-                                limit as u64 >> 20,
-                                at_freeze >> 20
+                                "{passed}, and the unfrozen part's last collections freed under \
+                                 {LOW_YIELD:.0} objects per ms of pause: collecting it would not \
+                                 bring the memory back"
                             ),
                             trigger: Trigger::Stale,
                         });
                     }
                     return Some(Plan::Collect {
                         why: format!(
-                            "{} MiB in use passed the staleness limit of {} MiB ({} MiB at the \
-                             freeze): a collection of the unfrozen part says whether the frozen \
-                             part went stale",
-                            in_use >> 20,
-                            limit as u64 >> 20,
-                            at_freeze >> 20
+                            "{passed}: a collection of the unfrozen part says whether the frozen \
+                             part went stale"
                         ),
                         trigger: Trigger::Growth,
                     });
