@@ -75,6 +75,44 @@ def test_two_workloads_by_two_policies_give_a_complete_scoreboard(tmp_path):
     assert missing.returncode != 0 and "--rescore" in missing.stderr, missing.stderr
 
 
+def test_a_capacity_found_by_the_explore_run_is_checked_again_before_the_bench(tmp_path):
+    """The explore runs all come before the first bench, and the machine's speed drifts: the
+    bench probes the capacity the explore run found once more before its load, and says so."""
+    out = neurogc(
+        "suite", "--quick", "--workloads", "seed", "--policies", "default,neurogc-own",
+        "--repeat", "1", "--turn", "1s", "--warmup", "1500ms", "--runs-dir", str(tmp_path),
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    (suite,) = [d for d in tmp_path.iterdir() if d.is_dir()]
+    info = json.loads((suite / "suite.json").read_text())
+    (entry,) = info["workloads"]
+    explored = json.loads((suite / entry["collect"] / "rate-search.json").read_text())
+    assert "recheck" not in explored, "the explore run searched: nothing earlier to check"
+    benched = json.loads((suite / entry["run"] / "rate-search.json").read_text())
+    check = benched["recheck"]
+    assert check["earlier_rps"] == explored["sustainable_rps"], (check, explored)
+    assert check["label"] == explored["limited_by"] == "default"
+    assert [p["rate"] for p in check["probes"]][:1] == [explored["sustainable_rps"]], check
+    held = check["probes"][-1]["sustained"]
+    if held:
+        # Sustained again: the explore run's search stands, and the bench runs at its share.
+        assert benched["sustainable_rps"] == explored["sustainable_rps"]
+        assert benched["policies"] == explored["policies"]
+        said = "sustained it again"
+    else:
+        # The machine slowed since: a new search, on the bench's own servers.
+        assert benched["sustainable_rps"] < explored["sustainable_rps"], benched
+        assert (suite / entry["run"] / "rate-search" / "default").is_dir()
+        said = "no longer sustained it"
+    assert 0.55 <= benched["rate"] / benched["sustainable_rps"] <= 0.65, benched
+    (trial,) = [t for t in json.loads((suite / entry["run"] / "run.json").read_text())["trials"]
+                if t["label"] == "default"]  # fmt: skip
+    load = (suite / entry["run"] / trial["dir"] / "load.jsonl").read_text().splitlines()
+    assert json.loads(load[-1])["target_rate"] == benched["rate"]
+    readme = (suite / "README.md").read_text()
+    assert f"found earlier was checked before the load: default {said}" in readme, readme
+
+
 @pytest.mark.parametrize(
     "args, message",
     [

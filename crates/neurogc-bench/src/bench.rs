@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 use neurogc_load::Shape;
-use neurogc_record::{files, write_json_atomic, AutoRate, Mode, RateSource, RunKind};
+use neurogc_record::{AutoRate, Mode, RateSource, RunKind};
 use neurogc_units::{fmt_clock, parse_duration};
 
 use crate::args::{AppArgs, DashboardOpts, LoadOpts, LoadPlan, OutputArgs};
@@ -90,7 +90,7 @@ pub struct BenchArgs {
     #[arg(skip)]
     pub then: Duration,
     /// With --rate auto: a capacity already found for this service (the suite's explore run
-    /// found it): no search, the run records it as found.
+    /// found it): probed once more, and searched again only if no longer sustained.
     #[arg(skip)]
     pub known_rate: Option<neurogc_record::RateSearch>,
 }
@@ -275,32 +275,19 @@ fn run_trials(
             if mode == Mode::SideBySide {
                 bail!("--rate auto probes one server at a time: use it with --mode sequential or alternating, or give --rate RPS");
             }
+            let probed =
+                policies::parse_all(&args.rate_policies).map_err(|e| e.context("--rate-policy"))?;
+            let cfg = SearchConfig {
+                start_rps: args.rate_start,
+                max_rps: 100_000.0,
+                probe: args.probe_time,
+                warmup: args.rate_warmup.unwrap_or(args.warmup),
+                fraction: args.rate_fraction,
+                refine: args.rate_refine,
+            };
             let found = match &args.known_rate {
-                Some(known) => {
-                    let found = neurogc_record::RateSearch {
-                        fraction: args.rate_fraction,
-                        rate: rate::round_rate(known.sustainable_rps * args.rate_fraction),
-                        ..known.clone()
-                    };
-                    write_json_atomic(&session.run.path.join(files::RATE_SEARCH), &found)?;
-                    found
-                }
-                None => {
-                    let probed = policies::parse_all(&args.rate_policies)
-                        .map_err(|e| e.context("--rate-policy"))?;
-                    rate::search(
-                        session,
-                        &probed,
-                        &SearchConfig {
-                            start_rps: args.rate_start,
-                            max_rps: 100_000.0,
-                            probe: args.probe_time,
-                            warmup: args.rate_warmup.unwrap_or(args.warmup),
-                            fraction: args.rate_fraction,
-                            refine: args.rate_refine,
-                        },
-                    )?
-                }
+                Some(known) => rate::recheck(session, &probed, known, &cfg)?,
+                None => rate::search(session, &probed, &cfg)?,
             };
             eprintln!(
                 "rate auto: the {} server sustains at most {} req/s; running every policy at {} % of it: {} req/s",

@@ -28,9 +28,9 @@
 
 use std::time::Duration;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use neurogc_load::Shape;
-use neurogc_record::{files, write_json_atomic, PolicySearch, Probe, RateSearch};
+use neurogc_record::{files, write_json_atomic, PolicySearch, Probe, RateRecheck, RateSearch};
 use neurogc_units::{fmt_ms, slug};
 
 use crate::loader::{self, LoadRun};
@@ -52,6 +52,70 @@ pub struct SearchConfig {
 /// `rate-search.json`; the rate is `fraction` of the lowest capacity found. An error if a server
 /// cannot sustain even the starting rate, or on Ctrl-C.
 pub fn search(session: &Session, policies: &[Policy], cfg: &SearchConfig) -> Result<RateSearch> {
+    let search = search_all(session, policies, cfg)?;
+    write_json_atomic(&session.run.path.join(files::RATE_SEARCH), &search)?;
+    Ok(search)
+}
+
+/// Checks a capacity found earlier (`known`): the policy that limited it is probed at it once
+/// more, after a warm-up. Sustained, it stands; not, the machine has slowed since, and the
+/// capacity is searched again (as [`search`]). Writes `rate-search.json` with the check in it.
+/// (Found by the suite's explore runs minutes before the benches: large-heap's at db9a777 said
+/// 270 req/s, and its bench at 160 req/s then ran saturated under every policy, `gc-off`'s p99
+/// 3.2 s; searched again on its own, it sustained 130.)
+pub fn recheck(
+    session: &Session,
+    policies: &[Policy],
+    known: &RateSearch,
+    cfg: &SearchConfig,
+) -> Result<RateSearch> {
+    let policy = policies
+        .iter()
+        .find(|p| p.label == known.limited_by)
+        .or(policies.first())
+        .context("no policy to check the capacity on")?;
+    let dir = session.run.path.join("rate-search").join("recheck");
+    std::fs::create_dir_all(&dir)?;
+    let earlier: Vec<Probe> = known
+        .policies
+        .iter()
+        .filter(|p| p.label == policy.label)
+        .flat_map(|p| p.probes.iter().cloned())
+        .collect();
+    let mut server = session.start_server(policy, &dir, &session.placement.server)?;
+    let hosts = [server.url()];
+    let mut prober = Prober::new(session, policy, &hosts, &dir, cfg);
+    // The earlier probes are the reference a probe's median is judged against.
+    prober.earlier = earlier;
+    let checked = prober
+        .warm_up()
+        .and_then(|()| prober.sustains(known.sustainable_rps));
+    server.group.stop(Duration::from_secs(10));
+    checked?;
+    let check = RateRecheck {
+        earlier_rps: known.sustainable_rps,
+        label: policy.label.clone(),
+        probes: prober.probes,
+    };
+    let mut found = if check.held() {
+        RateSearch {
+            fraction: cfg.fraction,
+            rate: round_rate(known.sustainable_rps * cfg.fraction),
+            ..known.clone()
+        }
+    } else {
+        eprintln!(
+            "rate search · {} no longer sustains the {} req/s found earlier: searching again",
+            policy.label, known.sustainable_rps
+        );
+        search_all(session, policies, cfg)?
+    };
+    found.recheck = Some(check);
+    write_json_atomic(&session.run.path.join(files::RATE_SEARCH), &found)?;
+    Ok(found)
+}
+
+fn search_all(session: &Session, policies: &[Policy], cfg: &SearchConfig) -> Result<RateSearch> {
     let root = session.run.path.join("rate-search");
     let mut found = Vec::new();
     for policy in policies {
@@ -67,7 +131,7 @@ pub fn search(session: &Session, policies: &[Policy], cfg: &SearchConfig) -> Res
         .iter()
         .min_by(|a, b| a.sustainable_rps.total_cmp(&b.sustainable_rps))
         .expect("at least one policy");
-    let search = RateSearch {
+    Ok(RateSearch {
         start_rps: cfg.start_rps,
         probe_s: cfg.probe.as_secs_f64(),
         fraction: cfg.fraction,
@@ -75,9 +139,137 @@ pub fn search(session: &Session, policies: &[Policy], cfg: &SearchConfig) -> Res
         limited_by: slowest.label.clone(),
         rate: round_rate(slowest.sustainable_rps * cfg.fraction),
         policies: found,
-    };
-    write_json_atomic(&session.run.path.join(files::RATE_SEARCH), &search)?;
-    Ok(search)
+        recheck: None,
+    })
+}
+
+/// One server's probes, each judged against the sustained ones before it.
+struct Prober<'a> {
+    session: &'a Session,
+    policy: &'a Policy,
+    hosts: &'a [String],
+    dir: &'a std::path::Path,
+    cfg: &'a SearchConfig,
+    /// Probes of this service made before, on another server: references only.
+    earlier: Vec<Probe>,
+    probes: Vec<Probe>,
+}
+
+impl<'a> Prober<'a> {
+    fn new(
+        session: &'a Session,
+        policy: &'a Policy,
+        hosts: &'a [String],
+        dir: &'a std::path::Path,
+        cfg: &'a SearchConfig,
+    ) -> Self {
+        Prober {
+            session,
+            policy,
+            hosts,
+            dir,
+            cfg,
+            earlier: Vec::new(),
+            probes: Vec::new(),
+        }
+    }
+
+    /// The load before the first probe, at the starting rate.
+    fn warm_up(&self) -> Result<()> {
+        if self.cfg.warmup.is_zero() {
+            return Ok(());
+        }
+        let run = LoadRun {
+            hosts: self.hosts,
+            shape: &Shape::Open {
+                rate: self.cfg.start_rps,
+            },
+            duration: self.cfg.warmup,
+            json_out: &self.dir.join("warmup.jsonl"),
+            host_files: None,
+            stop_idle: &[],
+            steady: true,
+        };
+        self.session
+            .drive(&run, &self.session.placement.load, None)?;
+        Ok(())
+    }
+
+    fn probe(&self, rate: f64) -> Result<Probe> {
+        let out = self
+            .dir
+            .join(format!("probe-{:02}.jsonl", self.probes.len() + 1));
+        let run = LoadRun {
+            hosts: self.hosts,
+            shape: &Shape::Open { rate },
+            duration: self.cfg.probe,
+            json_out: &out,
+            host_files: None,
+            stop_idle: &[],
+            steady: true,
+        };
+        self.session
+            .drive(&run, &self.session.placement.load, None)?;
+        if proc::interrupted() {
+            bail!("interrupted during the rate search");
+        }
+        let output = loader::read_output(&out)?;
+        let host = &self.hosts[0];
+        let total = output.summary.as_ref().and_then(|s| s.total(host));
+        Ok(Probe {
+            rate,
+            achieved: total.as_ref().map_or(0.0, |t| t.rps),
+            p50_ms: total.as_ref().and_then(|t| t.p50_ms),
+            p99_ms: total.as_ref().and_then(|t| t.p99_ms),
+            failures: total.as_ref().map_or(0, |t| t.failures),
+            dropped: total.as_ref().map_or(0, |t| t.dropped),
+            in_flight: in_flight_per_second(&output.rows, host, self.cfg.probe),
+            sustained: false,
+            verdict: String::new(),
+        })
+    }
+
+    fn judge(&mut self, mut p: Probe) -> bool {
+        let before: Vec<Probe> = self.earlier.iter().chain(&self.probes).cloned().collect();
+        let (ok, verdict) = verdict(&p, &reference(&before, &p));
+        p.sustained = ok;
+        p.verdict = verdict;
+        eprintln!(
+            "rate search · {} · {:.1} req/s → achieved {:.1}, p50 {} ms, p99 {} ms: {}{}",
+            self.policy.label,
+            p.rate,
+            p.achieved,
+            fmt_ms(p.p50_ms),
+            fmt_ms(p.p99_ms),
+            p.verdict,
+            self.session
+                .eta
+                .label()
+                .map(|eta| format!(" · {eta}"))
+                .unwrap_or_default()
+        );
+        self.probes.push(p);
+        ok
+    }
+
+    /// A probe, and a second at the same rate when the first's queue rose only late.
+    fn sustains(&mut self, rate: f64) -> Result<bool> {
+        let first = self.probe(rate)?;
+        let late = rose_late(&first);
+        if self.judge(first) {
+            return Ok(true);
+        }
+        if !late {
+            return Ok(false);
+        }
+        if let Some(p) = self.probes.last_mut() {
+            p.verdict
+                .push_str(" (the queue rose only late: probed again)");
+        }
+        drain(self.session, &self.hosts[0]);
+        let again = self.probe(rate)?;
+        Ok(self.judge(again))
+    }
 }
 
 fn probe_policy(
@@ -87,94 +279,13 @@ fn probe_policy(
     dir: &std::path::Path,
     cfg: &SearchConfig,
 ) -> Result<PolicySearch> {
-    let probe = |n: usize, rate: f64| -> Result<Probe> {
-        let out = dir.join(format!("probe-{n:02}.jsonl"));
-        let run = LoadRun {
-            hosts,
-            shape: &Shape::Open { rate },
-            duration: cfg.probe,
-            json_out: &out,
-            host_files: None,
-            stop_idle: &[],
-            steady: true,
-        };
-        session.drive(&run, &session.placement.load, None)?;
-        if proc::interrupted() {
-            bail!("interrupted during the rate search");
-        }
-        let output = loader::read_output(&out)?;
-        let total = output.summary.as_ref().and_then(|s| s.total(&hosts[0]));
-        Ok(Probe {
-            rate,
-            achieved: total.as_ref().map_or(0.0, |t| t.rps),
-            p50_ms: total.as_ref().and_then(|t| t.p50_ms),
-            p99_ms: total.as_ref().and_then(|t| t.p99_ms),
-            failures: total.as_ref().map_or(0, |t| t.failures),
-            dropped: total.as_ref().map_or(0, |t| t.dropped),
-            in_flight: in_flight_per_second(&output.rows, &hosts[0], cfg.probe),
-            sustained: false,
-            verdict: String::new(),
-        })
-    };
-    if !cfg.warmup.is_zero() {
-        let run = LoadRun {
-            hosts,
-            shape: &Shape::Open {
-                rate: cfg.start_rps,
-            },
-            duration: cfg.warmup,
-            json_out: &dir.join("warmup.jsonl"),
-            host_files: None,
-            stop_idle: &[],
-            steady: true,
-        };
-        session.drive(&run, &session.placement.load, None)?;
-    }
-    let mut probes: Vec<Probe> = Vec::new();
-    let judge = |mut p: Probe, probes: &mut Vec<Probe>| -> bool {
-        let (ok, verdict) = verdict(&p, &reference(probes, &p));
-        p.sustained = ok;
-        p.verdict = verdict;
-        eprintln!(
-            "rate search · {} · {:.1} req/s → achieved {:.1}, p50 {} ms, p99 {} ms: {}{}",
-            policy.label,
-            p.rate,
-            p.achieved,
-            fmt_ms(p.p50_ms),
-            fmt_ms(p.p99_ms),
-            p.verdict,
-            session
-                .eta
-                .label()
-                .map(|eta| format!(" · {eta}"))
-                .unwrap_or_default()
-        );
-        probes.push(p);
-        ok
-    };
-    // A probe, and a second at the same rate when the first's queue rose only late.
-    let sustains = |rate: f64, probes: &mut Vec<Probe>| -> Result<bool> {
-        let first = probe(probes.len() + 1, rate)?;
-        let late = rose_late(&first);
-        if judge(first, probes) {
-            return Ok(true);
-        }
-        if !late {
-            return Ok(false);
-        }
-        if let Some(p) = probes.last_mut() {
-            p.verdict
-                .push_str(" (the queue rose only late: probed again)");
-        }
-        drain(session, &hosts[0]);
-        let again = probe(probes.len() + 1, rate)?;
-        Ok(judge(again, probes))
-    };
+    let mut prober = Prober::new(session, policy, hosts, dir, cfg);
+    prober.warm_up()?;
     let mut good: Option<f64> = None;
     let mut bad: Option<f64> = None;
     let mut rate = cfg.start_rps;
     while rate <= cfg.max_rps {
-        if sustains(rate, &mut probes)? {
+        if prober.sustains(rate)? {
             good = Some(rate);
             rate *= 2.0;
         } else {
@@ -187,7 +298,7 @@ fn probe_policy(
             "--rate auto: the {} server does not sustain even {} req/s ({}; see {}; the load requested {}); lower --rate-start or check the app",
             policy.label,
             cfg.start_rps,
-            probes.last().map_or("no probe", |p| p.verdict.as_str()),
+            prober.probes.last().map_or("no probe", |p| p.verdict.as_str()),
             dir.display(),
             session.requests
         );
@@ -200,7 +311,7 @@ fn probe_policy(
             if mid <= lo || mid >= hi {
                 break;
             }
-            if sustains(mid, &mut probes)? {
+            if prober.sustains(mid)? {
                 lo = mid;
             } else {
                 hi = mid;
@@ -209,7 +320,7 @@ fn probe_policy(
     }
     Ok(PolicySearch {
         label: policy.label.clone(),
-        probes,
+        probes: prober.probes,
         sustainable_rps: lo,
     })
 }

@@ -483,6 +483,29 @@ pub struct RateSearch {
     pub sustainable_rps: f64,
     pub limited_by: String,
     pub rate: f64,
+    /// A capacity found earlier, checked again before this run's load (`neurogc suite`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recheck: Option<RateRecheck>,
+}
+
+/// The check, just before a bench, of a capacity found minutes earlier (`neurogc suite`'s
+/// explore run): the machine's speed drifts, and a capacity found on a fast minute overloads
+/// every policy on a slow one.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RateRecheck {
+    /// The capacity found earlier.
+    pub earlier_rps: f64,
+    /// The policy probed at it: the one that limited it.
+    pub label: String,
+    /// Its probes at that capacity (a second when the first's queue rose only late).
+    pub probes: Vec<Probe>,
+}
+
+impl RateRecheck {
+    /// Whether the earlier capacity was sustained again (else it was searched anew).
+    pub fn held(&self) -> bool {
+        self.probes.last().is_some_and(|p| p.sustained)
+    }
 }
 
 /// `suite.json`: a `neurogc suite` run, one bench run directory per workload beside it.

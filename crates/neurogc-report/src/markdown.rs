@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use neurogc_load::Shape;
 use neurogc_model::ModelMeta;
-use neurogc_record::{AppInfo, Liveness, LoadInfo, RateSource, RunKind, RunStatus};
+use neurogc_record::{AppInfo, Liveness, LoadInfo, RateRecheck, RateSource, RunKind, RunStatus};
 
 use crate::aggregate::{bootstrap, Analysis, PolicyStats, AA_P99_BOUND};
 use crate::charts::Charts;
@@ -597,6 +597,9 @@ fn configuration(md: &mut String, run: &RunData) {
             seconds(rs.probe_s),
             num(rs.start_rps),
         );
+        if let Some(check) = &rs.recheck {
+            let _ = writeln!(md, "{}\n", recheck_text(check));
+        }
         let _ = writeln!(
             md,
             "| policy | target req/s | achieved | p50 ms | p99 ms | failures | dropped | sustained | verdict |\n|---|---:|---:|---:|---:|---:|---:|:-:|---|"
@@ -620,6 +623,35 @@ fn configuration(md: &mut String, run: &RunData) {
             }
         }
         md.push('\n');
+    }
+}
+
+/// What the check of a capacity found earlier (`rate-search.json`'s `recheck`) found, in one
+/// sentence.
+pub fn recheck_text(check: &RateRecheck) -> String {
+    let last = check.probes.last();
+    let seen = last.map_or("no probe".into(), |p| {
+        format!(
+            "achieved {} req/s, p50 {} ms: {}",
+            num(p.achieved),
+            p.p50_ms.map_or("n/a".into(), num),
+            p.verdict
+        )
+    });
+    if check.held() {
+        format!(
+            "The {} req/s found earlier was checked before the load: {} sustained it again \
+             ({seen}).",
+            num(check.earlier_rps),
+            cell_text(&check.label)
+        )
+    } else {
+        format!(
+            "The {} req/s found earlier was checked before the load: {} no longer sustained it \
+             ({seen}), so the capacity was searched again.",
+            num(check.earlier_rps),
+            cell_text(&check.label)
+        )
     }
 }
 

@@ -190,6 +190,8 @@ pub struct WorkloadScore {
     /// The probed policy whose capacity was the lowest (the one the rate follows).
     pub capacity_limited_by: Option<String>,
     pub rate_rps: Option<f64>,
+    /// The check, before the bench, of a capacity found earlier (the explore run's).
+    pub capacity_recheck: Option<neurogc_record::RateRecheck>,
     /// The fixed recipe with the lowest p99 within the memory bound.
     pub best_fixed: Option<String>,
     /// The fixed recipe with the lowest p99 regardless of memory, where that is another one.
@@ -383,6 +385,7 @@ fn score_workload(w: &WorkloadRun) -> WorkloadScore {
         capacity_rps: w.run.rate_search.as_ref().map(|r| r.sustainable_rps),
         capacity_limited_by: w.run.rate_search.as_ref().map(|r| r.limited_by.clone()),
         rate_rps: w.run.rate_search.as_ref().map(|r| r.rate),
+        capacity_recheck: w.run.rate_search.as_ref().and_then(|r| r.recheck.clone()),
         best_fixed: best.map(|b| a.policies[b].label.clone()),
         fastest_fixed: fastest.map(|f| a.policies[f].label.clone()),
         bound: bound.map(|b| a.policies[b].label.clone()),
@@ -766,12 +769,16 @@ fn workload_section(md: &mut String, w: &WorkloadScore) {
     let _ = writeln!(md, "## {}\n\n{}\n", w.name, w.story);
     if let (Some(cap), Some(rate)) = (w.capacity_rps, w.rate_rps) {
         let by = w.capacity_limited_by.as_deref().unwrap_or("gc-off");
-        let _ = writeln!(
+        let _ =
+            writeln!(
             md,
             "Capacity {} req/s (the lowest found, under {by}, from throughput and the median); \
-             every policy ran at {} req/s. Design: {}.\n",
+             every policy ran at {} req/s.{} Design: {}.\n",
             num(cap),
             num(rate),
+            w.capacity_recheck
+                .as_ref()
+                .map_or(String::new(), |c| format!(" {}", crate::markdown::recheck_text(c))),
             w.design
         );
     }
@@ -1139,6 +1146,7 @@ mod tests {
             story: String::new(),
             capacity_rps: None,
             capacity_limited_by: None,
+            capacity_recheck: None,
             rate_rps: None,
             best_fixed: Some("threshold:50000,500,1000".into()),
             fastest_fixed: None,

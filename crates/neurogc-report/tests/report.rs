@@ -827,6 +827,34 @@ fn rate_search_and_models_are_shown() {
     );
     assert!(md.contains("trained on 57 rows of training_data.csv"));
     assert!(md.contains("optimizer adam"));
+    assert!(
+        !md.contains("found earlier was checked"),
+        "no check without an earlier search"
+    );
+    // A capacity found earlier (the suite's explore run) and checked again before the load:
+    // held, and not held (searched again).
+    for (sustained, said) in [
+        (
+            true,
+            "default sustained it again (achieved 40.00 req/s, p50 2.50 ms: sustained).",
+        ),
+        (
+            false,
+            "default no longer sustained it (achieved 40.00 req/s, p50 2.50 ms: queueing), so \
+             the capacity was searched again.",
+        ),
+    ] {
+        edit_json(&dir.join("rate-search.json"), |v| {
+            v["recheck"] = serde_json::json!({"earlier_rps": 40.0, "label": "default",
+                "probes": [{"rate": 40.0, "achieved": 40.0, "p50_ms": 2.5, "p99_ms": 9.0,
+                    "failures": 0, "dropped": 0, "sustained": sustained,
+                    "verdict": if sustained { "sustained" } else { "queueing" }}]});
+        });
+        let w = write_report_with(&dir, None, None).unwrap();
+        let md = std::fs::read_to_string(&w.readme).unwrap();
+        let want = format!("The 40.00 req/s found earlier was checked before the load: {said}");
+        assert!(md.contains(&want), "{want}\n{md}");
+    }
 }
 
 /// `text` (a CSV) with column `name` set to `value` in every row (added when it is missing).

@@ -8,7 +8,8 @@
 //! `explore` (CPython's collector plus collections at random moments) at the suite's share of
 //! that capacity, every request and collection recorded. Then per workload: its models trained
 //! (the seed's LSTM and the scheduler's on its own explore run, the scheduler's on the other
-//! workloads' only) and one bench run in `--mode turns` at that same rate: every policy's
+//! workloads' only) and one bench run in `--mode turns` at that same rate (once a probe has
+//! checked that the capacity still holds; else it is searched again): every policy's
 //! server started and warmed up alone, then rounds in which each policy holds the load for one
 //! turn while the others are stopped (so no policy gets idle time its traffic would not give
 //! it). Without such policies the bench searches the capacity itself.
@@ -74,7 +75,14 @@ fn estimate_s(plan: &Plan, policies: usize) -> f64 {
     };
     let trained = plan::PER_WORKLOAD.iter().filter(|t| plan.has(t)).count() as f64;
     let seed = if plan.trains_models() {
-        plan.collect.as_secs_f64() + plan.warmup.as_secs_f64() + 4.0 + trained * TRAIN_S
+        // The explore run, the models, and the bench's check of the explore run's capacity
+        // (a server, its warm-up and one probe).
+        let recheck = if plan.rate.is_some() {
+            0.0
+        } else {
+            2.0 + plan.probe_warmup.as_secs_f64() + plan.probe.as_secs_f64()
+        };
+        plan.collect.as_secs_f64() + plan.warmup.as_secs_f64() + 4.0 + trained * TRAIN_S + recheck
     } else {
         0.0
     };
@@ -367,7 +375,8 @@ fn explore(
     })
 }
 
-/// One workload: its models trained, then the turns bench (at the explore run's rate).
+/// One workload: its models trained, then the turns bench (at the explore run's rate, checked
+/// again first).
 #[allow(clippy::too_many_arguments)]
 fn run_workload(
     dir: &Path,
