@@ -72,8 +72,12 @@ pub fn recheck(
     let policy = policies
         .iter()
         .find(|p| p.label == known.limited_by)
-        .or(policies.first())
-        .context("no policy to check the capacity on")?;
+        .with_context(|| {
+            format!(
+                "the capacity found earlier was limited by {}, which is not among the policies                  probed (--rate-policy)",
+                known.limited_by
+            )
+        })?;
     let dir = session.run.path.join("rate-search").join("recheck");
     std::fs::create_dir_all(&dir)?;
     let earlier: Vec<Probe> = known

@@ -629,8 +629,7 @@ fn configuration(md: &mut String, run: &RunData) {
 /// What the check of a capacity found earlier (`rate-search.json`'s `recheck`) found, in one
 /// sentence.
 pub fn recheck_text(check: &RateRecheck) -> String {
-    let last = check.probes.last();
-    let seen = last.map_or("no probe".into(), |p| {
+    let seen = check.probes.last().map_or("no probe".into(), |p| {
         format!(
             "achieved {} req/s, p50 {} ms: {}",
             num(p.achieved),
@@ -638,21 +637,16 @@ pub fn recheck_text(check: &RateRecheck) -> String {
             p.verdict
         )
     });
-    if check.held() {
-        format!(
-            "The {} req/s found earlier was checked before the load: {} sustained it again \
-             ({seen}).",
-            num(check.earlier_rps),
-            cell_text(&check.label)
-        )
+    let outcome = if check.held() {
+        format!("sustained it again ({seen}).")
     } else {
-        format!(
-            "The {} req/s found earlier was checked before the load: {} no longer sustained it \
-             ({seen}), so the capacity was searched again.",
-            num(check.earlier_rps),
-            cell_text(&check.label)
-        )
-    }
+        format!("no longer sustained it ({seen}), so the capacity was searched again.")
+    };
+    format!(
+        "The {} req/s found earlier was checked before the load: {} {outcome}",
+        num(check.earlier_rps),
+        cell_text(&check.label)
+    )
 }
 
 /// Key fields of a `model.json`, in one line.

@@ -769,16 +769,15 @@ fn workload_section(md: &mut String, w: &WorkloadScore) {
     let _ = writeln!(md, "## {}\n\n{}\n", w.name, w.story);
     if let (Some(cap), Some(rate)) = (w.capacity_rps, w.rate_rps) {
         let by = w.capacity_limited_by.as_deref().unwrap_or("gc-off");
-        let _ =
-            writeln!(
+        let checked = w.capacity_recheck.as_ref().map_or(String::new(), |c| {
+            format!(" {}", crate::markdown::recheck_text(c))
+        });
+        let _ = writeln!(
             md,
             "Capacity {} req/s (the lowest found, under {by}, from throughput and the median); \
-             every policy ran at {} req/s.{} Design: {}.\n",
+             every policy ran at {} req/s.{checked} Design: {}.\n",
             num(cap),
             num(rate),
-            w.capacity_recheck
-                .as_ref()
-                .map_or(String::new(), |c| format!(" {}", crate::markdown::recheck_text(c))),
             w.design
         );
     }
