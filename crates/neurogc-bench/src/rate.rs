@@ -74,7 +74,8 @@ pub fn recheck(
         .find(|p| p.label == known.limited_by)
         .with_context(|| {
             format!(
-                "the capacity found earlier was limited by {}, which is not among the policies                  probed (--rate-policy)",
+                "the capacity found earlier was limited by {}, which is not among the policies \
+                 probed (--rate-policy)",
                 known.limited_by
             )
         })?;
