@@ -86,48 +86,58 @@ def test_periodic_turns_automatic_gc_off_and_collects_on_schedule(clean_gc, tmp_
     agent = neurogc.start("periodic:0.2", interval=0.1, csv=path)
     assert not gc.isenabled()
     stats0 = gc.get_stats()[2]["collections"]
-    deadline = time.monotonic() + 1.1
-    while time.monotonic() < deadline:
+    started = time.monotonic()
+    # Until the fifth collection, not for a fixed time: on a loaded machine each one may come
+    # late (a tick waits for the interpreter), and lateness adds up.
+    while agent.totals()["policy_collections"] < 5 and time.monotonic() < started + 10:
         make_garbage(1000)  # garbage the automatic GC would have collected in gen0
         time.sleep(0.01)
-    totals = agent.totals()
+    took = time.monotonic() - started
     full = gc.get_stats()[2]["collections"] - stats0
-    assert 4 <= full <= 7, full
     agent.stop()
     assert gc.isenabled()
     totals = agent.totals()
-    assert 4 <= totals["policy_collections"] <= 7, totals
+    assert totals["policy_collections"] >= 5 and full >= 5, (totals, full)
+    # Every 0.2 s: never early (the fifth at 1 s), and not skipping ahead or falling far behind.
+    assert 0.95 <= took <= 2.5, took
     assert totals["gc0_collections"] == 0, "automatic gen0 collections ran while GC was off"
     reasons = {r["policy_reason"] for r in csv.DictReader(path.open())}
     assert "periodic: every 0.2s" in reasons
     assert any(r["gc_enabled"] == "False" for r in csv.DictReader(path.open()))
 
 
-def test_freeze_after_warmup(clean_gc):
+def recorded_actions(path) -> list[dict]:
+    """The samples that carry an action. A sample holds the actions since the one before, so
+    a snapshot shows one for a single interval: the file keeps them all."""
+    with open(path) as f:
+        return [r for r in csv.DictReader(f) if r["policy_action"]]
+
+
+def test_freeze_after_warmup(clean_gc, tmp_path):
     keep = [Cyclic() for _ in range(20_000)]
-    agent = neurogc.start("freeze:0.3", interval=0.1)
+    agent = neurogc.start("freeze:0.3", interval=0.1, csv=tmp_path / "s.csv")
     assert gc.get_freeze_count() == 0
     wait_for(lambda: gc.get_freeze_count() >= 20_000, 3, "the heap to be frozen")
-    sample = wait_for(
-        lambda: (s := agent.snapshot()) and s["policy_action"] == "gc.freeze()" and s, 3, "sample"
-    )
-    assert sample["policy_reason"] == "freeze: warm-up of 0.3s over"
     assert gc.isenabled(), "freeze keeps automatic GC on"
+    agent.stop()
+    (sample,) = [
+        r for r in recorded_actions(tmp_path / "s.csv") if r["policy_action"] == "gc.freeze()"
+    ]
+    assert sample["policy_reason"] == "freeze: warm-up of 0.3s over"
     del keep
 
 
-def test_guard_fires_on_young_generation_budget(clean_gc):
-    agent = neurogc.start("periodic:600,young=20000,check=0.05", interval=0.1)
+def test_guard_fires_on_young_generation_budget(clean_gc, tmp_path):
+    agent = neurogc.start(
+        "periodic:600,young=20000,check=0.05", interval=0.1, csv=tmp_path / "s.csv"
+    )
     gc_before = agent.totals()["policy_collections"]
     make_garbage(30_000)
-    sample = wait_for(
-        lambda: (s := agent.snapshot()) and "young generation" in s["policy_reason"] and s,
-        3,
-        "the guard to fire",
-    )
-    assert "budget 20000" in sample["policy_reason"]
-    assert agent.totals()["policy_collections"] > gc_before
+    wait_for(lambda: agent.totals()["policy_collections"] > gc_before, 3, "the guard to fire")
     assert gc.get_count()[0] < 20_000
+    agent.stop()
+    reasons = [r["policy_reason"] for r in recorded_actions(tmp_path / "s.csv")]
+    assert any("young generation" in r and "budget 20000" in r for r in reasons), reasons
 
 
 GUARD_BUDGET = textwrap.dedent(

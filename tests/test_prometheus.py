@@ -163,7 +163,8 @@ def _up(url: str, proc: subprocess.Popen) -> bool:
     if proc.poll() is not None:
         raise AssertionError(f"the server exited: {proc.communicate()[1]}")
     try:
-        return http_get(url, timeout=1)[0] == 200
+        # A long timeout: a request given up on and sent again would be counted twice.
+        return http_get(url, timeout=10)[0] == 200
     except OSError:
         return False
 
