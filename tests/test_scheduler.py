@@ -8,6 +8,7 @@ import csv
 import gc
 import json
 import os
+import statistics
 import subprocess
 import sys
 import textwrap
@@ -143,11 +144,13 @@ def test_on_a_large_heap_it_beats_the_default_p99(tmp_path):
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     (run,) = list(runs.iterdir())
-    turns, pooled, longest = {}, {}, {}
+    turns, pooled, typical = {}, {}, {}
     for t in json.loads((run / "run.json").read_text())["trials"]:
         info = json.loads((run / t["dir"] / "trial.json").read_text())
-        # The longest full collection: CPython's under default; neurogc's own after its freeze.
-        longest[t["label"]] = max(
+        # The median full collection: CPython's under default; neurogc's own after its freeze.
+        # (Not the longest: the pause is wall time, and one preempted by the machine can read
+        # up to the stop limit, 250 ms, longer.)
+        typical[t["label"]] = statistics.median(
             float(e["pause_ms"])
             for e in csv.DictReader((run / t["dir"] / "gc-events.csv").open())
             if e["generation"] == "2"
@@ -164,7 +167,7 @@ def test_on_a_large_heap_it_beats_the_default_p99(tmp_path):
     assert len(turns["neurogc"]) == len(turns["default"]) == 6
     # Frozen, the catalogue is never scanned again: neurogc's own collections after the freeze
     # pause a fraction of the default's full ones (20-110 ms against 450-610 ms here)...
-    assert longest["neurogc"] * 2 < longest["default"], (longest, turns)
+    assert typical["neurogc"] * 2 < typical["default"], (typical, turns)
     # ... and what its users saw is better. (Not by a fixed factor: its collections of the live
     # request traces, 85 k objects, every few dozen requests, cost 20-70 ms each and queue the
     # requests behind them on a slow machine: 0.48-0.60 of the default's pooled p99 in CI and here;
