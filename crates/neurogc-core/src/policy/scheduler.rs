@@ -1207,7 +1207,7 @@ impl Scheduler {
                 gc.freeze()?;
                 let frozen = gc
                     .freeze_count()
-                    .map_or(String::new(), |f| format!(" ({f} objects)"));
+                    .map_or(String::new(), |f| format!("; {f} objects frozen"));
                 self.frozen = true;
                 self.frozen_at = obs.elapsed;
                 self.frozen_work = Self::work(obs);
@@ -1222,7 +1222,8 @@ impl Scheduler {
                 self.in_use_at_freeze = obs.in_use_bytes();
                 actions.push(Action::new(
                     format!("collect(2) -> {n} in {ms:.1} ms; gc.freeze()"),
-                    format!("{need}{frozen}; {context}"),
+                    // The reason begins with the GC event's `why` (need; moment).
+                    format!("{need}; {context}{frozen}"),
                 ));
             }
             Plan::Refreeze { why, trigger } => {
