@@ -625,7 +625,8 @@ impl Scheduler {
     }
 
     /// [`FAST_TURNOVER`]: the memory a collection of the unfrozen part left (`floor`) has risen
-    /// by `worth` over the lowest since the freeze, within that much serving time of it. Judged
+    /// by `worth` (the growth trigger's share) + [`STALE_MARGIN`] over the lowest since the
+    /// freeze, within that much serving time of it. Judged
     /// once a collection of the unfrozen part has run since the freeze (a floor of what the
     /// freeze left) and 200 ms after the last one (the allocator's free memory is read at most
     /// that often); not after a re-freeze that found little (the memory may be live).
@@ -875,6 +876,9 @@ impl Scheduler {
         };
         let (grown, worth) = self.growth(obs)?;
         if self.frozen {
+            if let Some(plan) = self.fast_turnover(obs, live.min(in_use), worth) {
+                return Some(plan);
+            }
             // Stale: the memory a full collection of the unfrozen part leaves in use (the lowest
             // since the last one) stays past the freeze's: garbage among the frozen objects. Not
             // the memory in use now, which also holds the young and unfrozen garbage the next
@@ -882,9 +886,6 @@ impl Scheduler {
             // re-freeze of large-heap's whole heap for nothing).
             // Not within 200 ms of a full collection either: `live` is read before it, and the
             // allocator's free memory is read at most every 200 ms.
-            if let Some(plan) = self.fast_turnover(obs, live.min(in_use), worth) {
-                return Some(plan);
-            }
             let steady = obs.elapsed >= self.frozen_at + Duration::from_secs(5)
                 && obs.elapsed > self.last_full + Duration::from_millis(200);
             if let Some(at_freeze) = self.in_use_at_freeze.filter(|_| steady) {
