@@ -136,8 +136,12 @@ enum Plan {
     Collect { why: String, trigger: Trigger },
     /// Collect and freeze the warm heap.
     Freeze,
-    /// Unfreeze, collect, freeze.
-    Refreeze { why: String, trigger: Trigger },
+    /// Unfreeze, collect, freeze. `early`: within seconds of the freeze ([`FAST_TURNOVER`]).
+    Refreeze {
+        why: String,
+        trigger: Trigger,
+        early: bool,
+    },
 }
 
 impl Plan {
@@ -218,6 +222,8 @@ pub struct Scheduler {
     /// The lowest memory in use a collection left since the last (re-)freeze: where the frozen
     /// part's garbage starts from ([`FAST_TURNOVER`]).
     floor_since_freeze: Option<u64>,
+    /// A re-freeze within seconds of the freeze found no heap that turns over: not again.
+    early_refuted: bool,
     /// When the policy was last asked (ticks are counted from it).
     asked: Duration,
     /// The guard's last collection.
@@ -476,6 +482,7 @@ impl Scheduler {
             frozen_at: Duration::ZERO,
             frozen_work: 0.0,
             floor_since_freeze: None,
+            early_refuted: false,
             asked: Duration::ZERO,
             guard_fired: None,
             quiet_found: Estimate { value: Some(0.5) },
@@ -629,7 +636,8 @@ impl Scheduler {
     /// freeze, within that much serving time of it. Judged
     /// once a collection of the unfrozen part has run since the freeze (a floor of what the
     /// freeze left) and 200 ms after the last one (the allocator's free memory is read at most
-    /// that often); not after a re-freeze that found little (the memory may be live).
+    /// that often); not after a re-freeze that found little (the memory may be live), nor after
+    /// an early one that found no heap that turns over.
     fn fast_turnover(&mut self, obs: &Observation, floor: u64, worth: f64) -> Option<Plan> {
         if obs.elapsed <= self.last_full + Duration::from_millis(200) {
             return None;
@@ -646,6 +654,7 @@ impl Scheduler {
         };
         let risen = floor.saturating_sub(lowest);
         if self.stale_growth > STALE_GROWTH
+            || self.early_refuted
             || served > window
             || (risen as f64) < worth + STALE_MARGIN as f64
         {
@@ -662,6 +671,7 @@ impl Scheduler {
                 Self::unit(obs),
             ),
             trigger: Trigger::Stale,
+            early: true,
         })
     }
 
@@ -854,6 +864,7 @@ impl Scheduler {
                 Plan::Refreeze {
                     why,
                     trigger: Trigger::Guard,
+                    early: false,
                 }
             } else {
                 Plan::Collect {
@@ -906,6 +917,7 @@ impl Scheduler {
                             at_freeze >> 20
                         ),
                         trigger: Trigger::Stale,
+                        early: false,
                     });
                 }
                 // In use past the limit, though the last full collection left less: the frozen
@@ -935,6 +947,7 @@ impl Scheduler {
                                  bring the memory back"
                             ),
                             trigger: Trigger::Stale,
+                            early: false,
                         });
                     }
                     return Some(Plan::Collect {
@@ -959,6 +972,7 @@ impl Scheduler {
                       left: the growth is garbage among the frozen objects"
                     .into(),
                 trigger: Trigger::Stale,
+                early: false,
             });
         }
         if grown as f64 >= worth && !futile && self.full != FullCollections::GivenBack {
@@ -1227,11 +1241,24 @@ impl Scheduler {
                     format!("{need}; {context}{frozen}"),
                 ));
             }
-            Plan::Refreeze { why, trigger } => {
+            Plan::Refreeze {
+                why,
+                trigger,
+                early,
+            } => {
                 let frozen_before = gc.freeze_count();
                 gc.unfreeze()?;
                 let (n, ms) = Self::timed_collect(gc, intent)?;
-                let turned_over = turns_over(n, frozen_before, self.freed_unfrozen);
+                // Within seconds of the freeze the collections of the unfrozen part have freed
+                // little yet, so only the share of the frozen objects freed tells a heap that
+                // turns over from a live one still growing (a cache filling after the warm-up),
+                // whose re-freeze also frees what died frozen; one such is enough.
+                let turned_over = if early {
+                    self.early_refuted = !freed_a_share(n, frozen_before);
+                    !self.early_refuted
+                } else {
+                    turns_over(n, frozen_before, self.freed_unfrozen)
+                };
                 let of_frozen = frozen_before.map_or(String::new(), |f| format!(" of {f} frozen"));
                 let unfrozen_freed = self.freed_unfrozen;
                 self.freed_unfrozen = 0;
@@ -2051,9 +2078,17 @@ mod tests {
         // then die within seconds, and what the collections of the unfrozen part leave climbs
         // back: 32 MiB (over 10 % of the live heap + 16 MiB) within 10 s of the freeze is a
         // re-freeze, long before the staleness limit (140 × 1.10 + 16 = 170 MiB).
-        for (at, stale) in [(3.0, true), (12.0, false)] {
+        // Half the frozen objects die (the documents): the heap turns over, it is left to
+        // CPython's rule. A twentieth (request traces frozen with a catalogue, while a live
+        // cache fills): frozen again, and no second early re-freeze.
+        for (at, frozen, stale, turns) in [
+            (3.0, 100_000, true, true),
+            (3.0, 1_000_000, true, false),
+            (12.0, 100_000, false, false),
+        ] {
             let (mut s, mut gc) = started_now();
             gc.freed = 50_000;
+            gc.frozen = Some(frozen);
             s.tick(&mut gc, &obs(0.1, 140, None)).unwrap();
             assert!(s.frozen);
             // Due collections of the unfrozen part leave 113 MiB.
@@ -2065,14 +2100,26 @@ mod tests {
             assert!(a[0].reason.contains("memory grew"), "{a:?}");
             let a = s.tick(&mut gc, &obs(at + 0.5, 145, None)).unwrap();
             assert_eq!(refroze(&a), stale, "{at}: {a:?}");
-            if stale {
-                assert!(
-                    a[0].reason.starts_with(
-                        "stale freeze within 10 s of serving: 145 MiB in use after the last full \
-                         collection, 113 MiB after the freeze's"
-                    ),
-                    "{a:?}"
-                );
+            if !stale {
+                continue;
+            }
+            assert!(
+                a[0].reason.starts_with(
+                    "stale freeze within 10 s of serving: 145 MiB in use after the last full \
+                     collection, 113 MiB after the freeze's"
+                ),
+                "{a:?}"
+            );
+            assert_eq!(a[0].action.contains("left unfrozen"), turns, "{a:?}");
+            assert_eq!(s.frozen, !turns);
+            if !turns {
+                // The same rise again within seconds of the new freeze: no second one.
+                for t in [at + 1.0, at + 1.3] {
+                    s.tick(&mut gc, &obs(t, 113, None)).unwrap();
+                }
+                s.tick(&mut gc, &obs(at + 3.0, 145, None)).unwrap();
+                let a = s.tick(&mut gc, &obs(at + 3.5, 145, None)).unwrap();
+                assert!(!refroze(&a), "{a:?}");
             }
         }
     }
@@ -2224,9 +2271,10 @@ mod tests {
         s.tick(&mut gc, &obs(0.1, 100, None)).unwrap();
         gc.frozen = Some(1_000_000);
         gc.freed = 5_000;
-        let _ = s.tick(&mut gc, &obs(7.0, 150, None)).unwrap();
+        // (Past the first 10 s after the freeze: sooner, only the share would tell.)
+        let _ = s.tick(&mut gc, &obs(12.0, 150, None)).unwrap();
         gc.freed = 150_000;
-        let a = s.tick(&mut gc, &obs(7.5, 150, None)).unwrap();
+        let a = s.tick(&mut gc, &obs(12.5, 150, None)).unwrap();
         assert!(a[0].action.contains("left unfrozen"), "{a:?}");
         assert!(
             a[0].reason
