@@ -464,13 +464,19 @@ proptest! {
 
 /// A valid model's files with `architecture` replaced by `arch` (its weights unchanged).
 fn with_architecture(arch: Value) -> (Vec<u8>, Vec<u8>) {
+    let lstm = Architecture::Lstm {
+        hidden: 1,
+        layers: 1,
+        dropout: 0.0,
+    };
+    with_architecture_over(&lstm, arch)
+}
+
+/// A valid `built` model's files with `architecture` replaced by `arch`.
+fn with_architecture_over(built: &Architecture, arch: Value) -> (Vec<u8>, Vec<u8>) {
     let meta = ModelMeta {
         format: FORMAT.into(),
-        architecture: Architecture::Lstm {
-            hidden: 1,
-            layers: 1,
-            dropout: 0.0,
-        },
+        architecture: built.clone(),
         features: FEATURES.iter().map(|f| f.to_string()).collect(),
         window: 1,
         normalization: Normalization {
@@ -502,6 +508,31 @@ fn regression_a_huge_layer_count_is_an_error_not_an_abort() {
         let e = load(&json, &weights).unwrap_err();
         assert!(e.starts_with("model.safetensors: tensor"), "{e}");
     }
+}
+
+/// Found by `mutated_model_json_is_refused_not_panicked_on` (a bare clone's `make test` ran it
+/// for over 13 minutes): every head count divides a `d_model` of 0, and a forward pass looped
+/// over all 2^40 heads. Now it loads and predicts as one head.
+#[test]
+fn regression_a_huge_head_count_over_no_dimensions_predicts_at_once() {
+    let built = Architecture::Transformer {
+        d_model: 0,
+        heads: 1,
+        layers: 1,
+        ff_dim: 1,
+        dropout: 0.0,
+    };
+    let huge = json!({"kind": "transformer", "d_model": 0, "heads": 1u64 << 40, "layers": 1,
+                      "ff_dim": 1, "dropout": 0.0});
+    let (json, weights) = with_architecture_over(&built, huge);
+    let model = load(&json, &weights).unwrap();
+    let (json, weights) = with_architecture_over(&built, serde_json::to_value(&built).unwrap());
+    let one = load(&json, &weights).unwrap();
+    let rows = [[0.5; N_FEATURES]];
+    let started = std::time::Instant::now();
+    let y = predict(&model, &rows, false);
+    assert!(started.elapsed().as_secs() < 5, "{:?}", started.elapsed());
+    assert_eq!(y.to_bits(), predict(&one, &rows, false).to_bits());
 }
 
 /// Found by `mutated_model_json_is_refused_not_panicked_on`: `4 * hidden` and `3 * d_model`
