@@ -2084,10 +2084,17 @@ mod tests {
         let a = s.tick(&mut gc, &obs(3.0, 150, None)).unwrap();
         assert!(!refroze(&a), "{a:?}");
         // Steady, and that collection left 150 MiB in use against 100 at the freeze (> 100 ×
-        // 1.10 + 16).
-        let a = s.tick(&mut gc, &obs(7.0, 150, None)).unwrap();
+        // 1.10 + 16). (Past the first 10 s of serving after the freeze: sooner, the early rule
+        // would answer first.)
+        let a = s.tick(&mut gc, &obs(12.0, 150, None)).unwrap();
         assert!(a[0].action.starts_with("gc.unfreeze()"), "{a:?}");
-        assert!(a[0].reason.contains("stale freeze"), "{a:?}");
+        assert!(
+            a[0].reason.starts_with(
+                "stale freeze: 150 MiB in use after the last full collection, 100 MiB at the \
+                 freeze"
+            ),
+            "{a:?}"
+        );
         // It gave nothing back (RecordingGc collects 0): the next one needs twice the growth.
         assert_eq!(s.stale_growth, 0.2);
     }
@@ -2188,16 +2195,20 @@ mod tests {
     fn the_requests_frozen_with_the_warm_heap_do_not_make_it_stale() {
         // 250 MiB at the freeze: 25 + 15 MiB more left by a collection of the unfrozen part
         // (the traces frozen with it, now dead) is under the 10 % + 16 MiB that makes it stale.
-        // (The collection frees the request garbage of the unfrozen part.)
+        // (The collection frees the request garbage of the unfrozen part.) Past the early
+        // rule's 10 s, whose limit here is the same 41 MiB over the freeze's 250.
         for (mib, stale) in [(290, false), (292, true)] {
             let (mut s, mut gc) = started_now();
             gc.freed = 50_000;
             s.tick(&mut gc, &obs(0.1, 250, None)).unwrap();
             assert!(s.frozen);
-            let a = s.tick(&mut gc, &obs(8.0, mib, None)).unwrap();
+            let a = s.tick(&mut gc, &obs(12.0, mib, None)).unwrap();
             assert!(a[0].reason.contains("memory grew"), "{a:?}");
-            let a = s.tick(&mut gc, &obs(8.5, mib, None)).unwrap();
+            let a = s.tick(&mut gc, &obs(12.5, mib, None)).unwrap();
             assert_eq!(refroze(&a), stale, "{mib}: {a:?}");
+            if stale {
+                assert!(a[0].reason.starts_with("stale freeze: "), "{a:?}");
+            }
         }
     }
 
@@ -2272,9 +2283,11 @@ mod tests {
         // The re-freeze frees half of what was frozen: long-lived objects, dead seconds later.
         gc.frozen = Some(200_000);
         gc.freed = 100_000;
-        // A collection of the unfrozen part leaves 150 MiB in use: stale.
-        s.tick(&mut gc, &obs(5.0, 150, None)).unwrap();
-        let a = s.tick(&mut gc, &obs(7.0, 150, None)).unwrap();
+        // A collection of the unfrozen part leaves 150 MiB in use: stale (past the early
+        // rule's 10 s).
+        s.tick(&mut gc, &obs(11.0, 150, None)).unwrap();
+        let a = s.tick(&mut gc, &obs(13.0, 150, None)).unwrap();
+        assert!(a[0].reason.starts_with("stale freeze: "), "{a:?}");
         assert!(
             a[0].action
                 .ends_with("left unfrozen; set_threshold(700, 10, 10)"),
@@ -2306,7 +2319,8 @@ mod tests {
         let (mut s, mut gc) = started_now();
         s.tick(&mut gc, &obs(0.1, 100, None)).unwrap();
         gc.frozen = Some(1_000_000);
-        for (t, mib) in [(7.0, 150), (13.0, 190), (19.0, 230)] {
+        // 12 s apart: each past the early rule's 10 s after the last (re-)freeze.
+        for (t, mib) in [(12.0, 150), (24.0, 190), (36.0, 230)] {
             // Growth collected first, freeing more than the re-freeze will: most old garbage
             // dies unfrozen. What it leaves is over the margin: re-frozen.
             gc.freed = 120_000;
@@ -2319,6 +2333,7 @@ mod tests {
                 "{a:?}"
             );
             assert!(a[0].reason.contains("unfrozen part freed 120000"), "{a:?}");
+            assert!(a[0].reason.starts_with("stale freeze: "), "{a:?}");
         }
         assert!(s.frozen);
     }
@@ -2863,6 +2878,7 @@ mod tests {
         assert!(!refroze(&a), "{a:?}");
         let a = s.tick(&mut gc, &obs(7.2, 152, None)).unwrap();
         assert!(refroze(&a), "{a:?}");
+        assert!(a[0].reason.starts_with("stale freeze: "), "{a:?}");
     }
 
     #[test]
