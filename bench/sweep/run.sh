@@ -27,8 +27,11 @@ TORCH_VENV=${TORCH_VENV:-.venv-torch}
 # A third field sets a loop's rounds (REPEATS otherwise): torch_cnn's collector has next to
 # nothing to do, so its configurations differ by the hook's few microseconds a step and its mean
 # bar is decided inside the machine's noise; 10 rounds (at 5, its round-by-round mean ratio's
-# interval was 0.87-1.29x).
-LOOPS=${LOOPS:-"micrograd:600 many_nets:300 numpy_loop:3000 torch_cnn:6000:10"}
+# interval was 0.87-1.29x). numpy_loop's collections take ~5 % of its ~0.9 ms steps and the
+# rest of a step moves +-8 % from one run to the next (at 5 rounds the A/A pair's means came out
+# 1.021x apart and learned's round-by-round mean ratio's interval was 0.95-1.06x, against a GC
+# time 20 us a step lower in every round): 20 rounds, ~8 min.
+LOOPS=${LOOPS:-"micrograd:600 many_nets:300 numpy_loop:3000:20 torch_cnn:6000:10"}
 
 torch_python() {
   if ! "$TORCH_VENV/bin/python" -c "import torch, numpy" 2>/dev/null; then
