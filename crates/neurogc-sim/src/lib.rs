@@ -46,10 +46,24 @@ pub struct SimulateArgs {
     pub out: Option<PathBuf>,
 }
 
+/// What a replayed line is: a policy (its spec), the schedule in hindsight, or the best
+/// idle-timed cadence (a schedule without foresight, [`policies::IdleTimed`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    Policy,
+    Optimum,
+    IdleTimed,
+}
+
+/// The least spacings (requests) the idle-timed schedule tries; the best by p99 is reported.
+pub const IDLE_TIMED_AFTER: [usize; 12] = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000];
+
 /// One policy, replayed.
 #[derive(Debug, Clone)]
 pub struct Replayed {
     pub name: String,
+    pub role: Role,
     pub outcome: Outcome,
     /// The live p99 (ms) of that policy's own trials, where the run has them.
     pub live_p99_ms: Option<f64>,
@@ -196,6 +210,7 @@ pub fn simulate(args: &SimulateArgs) -> Result<(String, Vec<Replayed>)> {
         match built {
             Ok(outcome) => results.push(Replayed {
                 name: spec.clone(),
+                role: Role::Policy,
                 outcome,
                 live_p99_ms: live(spec),
             }),
@@ -214,9 +229,40 @@ pub fn simulate(args: &SimulateArgs) -> Result<(String, Vec<Replayed>)> {
         })?;
         results.push(Replayed {
             name: "optimum (hindsight)".into(),
+            role: Role::Optimum,
             outcome,
             live_p99_ms: None,
         });
+        // The same pauses and spacing without foresight: the best of the idle-timed cadences,
+        // by p99 (of two alike, the one that collects less).
+        let gap = gap as usize;
+        let mut best: Option<(usize, Outcome, f64)> = None;
+        for after in IDLE_TIMED_AFTER
+            .into_iter()
+            .filter(|&a| a < gap)
+            .chain([gap])
+        {
+            let outcome = replay_all(&base, &mut |_| {
+                Ok(Box::new(policies::IdleTimed::new(after, gap, fit)))
+            })?;
+            let Some(p99) = quantile(&outcome.latency, 0.99) else {
+                continue;
+            };
+            let better = best.as_ref().is_none_or(|(_, b, q)| {
+                p99 < *q || (p99 == *q && outcome.collections < b.collections)
+            });
+            if better {
+                best = Some((after, outcome, p99));
+            }
+        }
+        if let Some((after, outcome, _)) = best {
+            results.push(Replayed {
+                name: format!("idle-timed (at least {after} requests apart)"),
+                role: Role::IdleTimed,
+                outcome,
+                live_p99_ms: None,
+            });
+        }
     }
     let md = markdown(args, &base, &cal, &results, &not_modelled, &skipped);
     Ok((md, results))
@@ -311,7 +357,7 @@ fn markdown(
             );
         }
     }
-    if let Some(opt) = results.iter().find(|r| r.name.starts_with("optimum")) {
+    if let Some(opt) = results.iter().find(|r| r.role == Role::Optimum) {
         let _ = writeln!(
             md,
             "The optimum: knowing every arrival, collections placed right after requests end \
@@ -323,7 +369,7 @@ fn markdown(
             opt.outcome.met,
             results
                 .iter()
-                .filter(|r| !r.name.starts_with("optimum"))
+                .filter(|r| r.role != Role::Optimum)
                 .filter_map(|r| Some(format!(
                     "{} {:.2}×",
                     r.name,
@@ -331,6 +377,37 @@ fn markdown(
                 )))
                 .collect::<Vec<_>>()
                 .join(", ")
+        );
+    }
+    if let Some(idle) = results.iter().find(|r| r.role == Role::IdleTimed) {
+        let off = results
+            .iter()
+            .find(|r| r.name == "gc-off")
+            .and_then(|r| r.p_ms(0.99));
+        let against_off = match (idle.p_ms(0.99), off) {
+            (Some(p), Some(o)) if o > 0.0 => format!(", {:.2}× `gc-off`'s", p / o),
+            _ => String::new(),
+        };
+        let _ =
+            writeln!(
+            md,
+            "Without foresight: the same pauses and spacing, each collection at the first moment \
+             a request ends with nothing waiting once at least W requests have ended since the \
+             last (at the spacing whatever is in flight); of W = {} (up to the spacing), the \
+             best by p99 is {}: p99 {} ms{against_off}, {} collection{} ({} met requests in \
+             flight). Its pauses \
+             still meet the requests that arrive during them, which only foresight avoids: \
+             between it and the optimum lies what predicting arrivals could gain.\n",
+            IDLE_TIMED_AFTER
+                .iter()
+                .map(|a| a.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            idle.name,
+            fmt_ms(idle.p_ms(0.99)),
+            idle.outcome.collections,
+            if idle.outcome.collections == 1 { "" } else { "s" },
+            idle.outcome.met,
         );
     }
     let _ = writeln!(
@@ -350,6 +427,7 @@ fn markdown(
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct PolicyLine {
     pub policy: String,
+    pub role: Role,
     pub p50_ms: Option<f64>,
     pub p99_ms: Option<f64>,
     pub p999_ms: Option<f64>,
@@ -376,6 +454,7 @@ pub fn summary(args: &SimulateArgs, results: &[Replayed]) -> Summary {
             let p99 = r.p_ms(0.99);
             PolicyLine {
                 policy: r.name.clone(),
+                role: r.role,
                 p50_ms: r.p_ms(0.5),
                 p99_ms: p99,
                 p999_ms: r.p_ms(0.999),

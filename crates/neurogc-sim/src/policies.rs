@@ -87,6 +87,43 @@ impl Collector for Schedule {
     }
 }
 
+/// Collections timed to the traffic without foresight: at the first request end that leaves
+/// nothing waiting once `after` requests have ended since the last collection, and at `max_gap`
+/// whatever is in flight (the garbage must be freed). What a policy that sees the requests in
+/// flight can do short of predicting arrivals: unlike the optimum's, its pauses still meet the
+/// requests that arrive during them.
+pub struct IdleTimed {
+    after: usize,
+    max_gap: usize,
+    fit: PauseFit,
+    last: usize,
+}
+
+impl IdleTimed {
+    pub fn new(after: usize, max_gap: usize, fit: PauseFit) -> IdleTimed {
+        IdleTimed {
+            after: after.max(1),
+            max_gap: max_gap.max(1),
+            fit,
+            last: 0,
+        }
+    }
+}
+
+impl Collector for IdleTimed {
+    fn next_look(&self) -> Option<f64> {
+        None
+    }
+    fn request_done(&mut self, w: &World) -> Option<f64> {
+        let since = w.completed - self.last;
+        let due = (since >= self.after && w.in_flight == 0) || since >= self.max_gap;
+        due.then(|| {
+            self.last = w.completed;
+            self.fit.pause_ms(since as f64)
+        })
+    }
+}
+
 /// Nothing collects (`gc-off`).
 pub struct Off;
 
@@ -358,4 +395,48 @@ pub fn build(spec: &str, cal: &Calibration, middle_per_request: f64) -> Result<B
             bail!("{spec}: not modelled: its collections come at random moments; replay `default`")
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replay::replay;
+
+    const FIT: PauseFit = PauseFit {
+        a: 20.0,
+        b: 0.0,
+        points: 1,
+    };
+
+    #[test]
+    fn idle_timed_collects_when_nothing_is_in_flight() {
+        // Bursts of 10 requests 5 ms apart (1 ms of work each), then 200 ms of silence.
+        let arrivals: Vec<f64> = (0..6)
+            .flat_map(|b| (0..10).map(move |i| b as f64 * 0.25 + i as f64 * 0.005))
+            .collect();
+        let work = vec![0.001; arrivals.len()];
+        // Every request ends with nothing waiting, so it collects at every 15th request's end:
+        // nothing in flight then, but inside a burst, where the next arrivals wait out the pause
+        // (the optimum, seeing them coming, would collect in the silences).
+        let out = replay(&arrivals, &work, &mut IdleTimed::new(15, 100, FIT));
+        assert_eq!(out.collections, 4, "{out:?}");
+        assert!(out.latency.iter().any(|&l| l > 0.015), "{out:?}");
+        assert_eq!(out.met, 0);
+    }
+
+    #[test]
+    fn idle_timed_collects_at_the_spacing_when_the_server_is_never_idle() {
+        // A request every 1 ms, each taking 2 ms: from the second on, one always waits.
+        let arrivals: Vec<f64> = (0..100).map(|i| i as f64 * 0.001).collect();
+        let work = vec![0.002; arrivals.len()];
+        // Forced every 30 requests, meeting the queue; then once more after the last request,
+        // the first moment nothing waits.
+        let out = replay(&arrivals, &work, &mut IdleTimed::new(5, 30, FIT));
+        assert_eq!(out.collections, 4, "{out:?}");
+        assert_eq!(out.met, 3);
+        assert!(
+            (out.done[30] - out.done[29] - 0.022).abs() < 1e-9,
+            "{out:?}"
+        );
+    }
 }

@@ -5,7 +5,7 @@
 use neurogc_fuzzkit::copy_dir;
 use std::path::PathBuf;
 
-use neurogc_sim::{simulate, SimulateArgs};
+use neurogc_sim::{simulate, Role, SimulateArgs};
 
 fn fixture() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/large-heap")
@@ -26,9 +26,20 @@ fn replays_every_recorded_policy_near_its_live_p99_and_in_its_order() {
     let names: Vec<&str> = results.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(
         names,
-        ["default", "freeze:3", "neurogc", "optimum (hindsight)"],
+        [
+            "default",
+            "freeze:3",
+            "neurogc",
+            "optimum (hindsight)",
+            // The trace is shorter than the default's spacing: no W below it does better.
+            "idle-timed (at least 480 requests apart)"
+        ],
         "{md}"
     );
+    let roles: Vec<Role> = results.iter().map(|r| r.role).collect();
+    use Role::*;
+    assert_eq!(roles, [Policy, Policy, Policy, Optimum, IdleTimed]);
+    assert!(md.contains("Without foresight"), "{md}");
     for r in &results[..3] {
         let (sim, live) = (r.p_ms(0.99).unwrap(), r.live_p99_ms.unwrap());
         assert!(
