@@ -413,8 +413,6 @@ const RATE_SPREAD: f64 = 1.5;
 /// Below this share of needed collections that found a quiet window, they stop waiting.
 const WORTH_WAITING: f64 = 0.2;
 const PROBE_EVERY: u32 = 8;
-/// ... for a quiet window; for a moment with nothing in flight they still wait up to this long.
-const IN_FLIGHT_WAIT: Duration = Duration::from_millis(100);
 
 /// Pauses (ms) of collections of the unfrozen part against the work since the one before: the
 /// most recent ones, fitted to `a + b·w` ([`Line`]).
@@ -1104,14 +1102,6 @@ impl Scheduler {
         }
         let found = self.quiet_found.or(0.5);
         if found < WORTH_WAITING && obs.traffic.is_some() && !self.probing {
-            // A window with no arrival for the whole pause is too rare to wait for, but a moment
-            // with nothing in flight is not (at 60 % busy, two ticks in five): a pause then
-            // delays the arrivals during it, not also the request being served and the queue
-            // behind it. (In the trace simulator on the suite at 5cd6751, 16 of large-heap's 25
-            // collections and 37 of cycle-leak's 74 met a request in flight.)
-            if Self::holds_for_in_flight(obs, since) {
-                return None;
-            }
             self.not_waited += 1;
             if self.not_waited.is_multiple_of(PROBE_EVERY) {
                 self.probing = true;
@@ -1119,10 +1109,8 @@ impl Scheduler {
                 return Some((
                     plan,
                     format!(
-                        "not waiting for a quiet window (recent needed collections found one {:.0} % \
-                         of the time): {}",
-                        found * 100.0,
-                        Self::in_flight_moment(obs)
+                        "not waiting: recent needed collections found a quiet window {:.0} % of the time",
+                        found * 100.0
                     ),
                 ));
             }
@@ -1148,36 +1136,18 @@ impl Scheduler {
         } else {
             self.cfg.max_wait
         };
-        if obs.elapsed >= since + wait && !Self::holds_for_in_flight(obs, since + wait) {
+        if obs.elapsed >= since + wait {
             self.quiet_found.add(0.0);
             self.probing = false;
             return Some((
                 plan,
                 format!(
-                    "no quiet window in {:.2} s (P = {p:.2} for {pause:.1} ms{by}): {}",
-                    wait.as_secs_f64(),
-                    Self::in_flight_moment(obs)
+                    "no quiet window in {:.2} s (P = {p:.2} for {pause:.1} ms{by})",
+                    wait.as_secs_f64()
                 ),
             ));
         }
         None
-    }
-
-    /// Whether a need that no longer waits for a quiet window still holds, from `from`, for a
-    /// moment with nothing in flight: up to [`IN_FLIGHT_WAIT`].
-    fn holds_for_in_flight(obs: &Observation, from: Duration) -> bool {
-        obs.traffic.is_some_and(|t| t.in_flight > 0) && obs.elapsed < from + IN_FLIGHT_WAIT
-    }
-
-    fn in_flight_moment(obs: &Observation) -> String {
-        if obs.traffic.is_some_and(|t| t.in_flight > 0) {
-            format!(
-                "no moment with nothing in flight within {} ms",
-                IN_FLIGHT_WAIT.as_millis()
-            )
-        } else {
-            "a moment with nothing in flight".into()
-        }
     }
 
     /// Runs a full collection, timed by this thread's CPU time (what the collection costs; a
@@ -2004,64 +1974,6 @@ mod tests {
     }
 
     #[test]
-    fn a_need_that_no_longer_waits_for_quiet_windows_waits_for_nothing_in_flight() {
-        let cfg = SchedulerConfig {
-            freeze: false,
-            growth: 0.01,
-            min_growth: 16 * MIB,
-            warmup: Duration::from_millis(500),
-            ..SchedulerConfig::default()
-        };
-        let (mut s, mut gc) = started(cfg);
-        s.tick(&mut gc, &obs(0.5, 100, None)).unwrap();
-        let arrivals = steady_arrivals();
-        let (busy, idle) = (busy(&arrivals), idle(&arrivals));
-        // Ticks 10 ms apart, a need at each +18 MiB, busy until `idle_from` (ms after the
-        // need): when it collected (ms after the need) and why.
-        let (mut t, mut rss) = (1.0, 100);
-        let mut need = |idle_from: u32| {
-            rss += 18;
-            // Pauses of 50 ms (the recording collector's take no CPU time): at 200 arrivals a
-            // second, never a quiet window, even with nothing in flight.
-            s.pause_full = Estimate::new();
-            s.pause_full.add(50.0);
-            for ms in 0..1000 {
-                let traffic = if ms >= idle_from { idle } else { busy };
-                let a = s.tick(&mut gc, &obs(t, rss, Some(traffic))).unwrap();
-                t += 0.01;
-                if let Some(x) = a.first() {
-                    return (ms * 10, x.reason.clone());
-                }
-            }
-            panic!("no collection in 10 s");
-        };
-        // Three needs wait out their quiet windows in vain, busy throughout, and then 100 ms
-        // more for nothing in flight...
-        let wait = SchedulerConfig::default().max_wait.as_millis() as u32;
-        for _ in 0..3 {
-            let (after, why) = need(u32::MAX);
-            assert_eq!(after, wait + 100, "{why}");
-            assert!(why.contains("no quiet window in"), "{why}");
-            assert!(
-                why.contains("no moment with nothing in flight within 100 ms"),
-                "{why}"
-            );
-        }
-        // ... then they stop waiting for one, but not for a moment with nothing in flight:
-        let (after, why) = need(3);
-        assert_eq!(after, 30, "{why}");
-        assert!(why.contains("not waiting for a quiet window"), "{why}");
-        assert!(why.contains(": a moment with nothing in flight"), "{why}");
-        // which they wait 100 ms for.
-        let (after, why) = need(u32::MAX);
-        assert_eq!(after, 100, "{why}");
-        assert!(
-            why.contains("no moment with nothing in flight within 100 ms"),
-            "{why}"
-        );
-    }
-
-    #[test]
     fn a_need_inside_a_burst_waits_for_the_idle_gap_after_it() {
         let (mut s, mut gc) = started_now();
         s.tick(&mut gc, &obs(0.1, 100, None)).unwrap();
@@ -2103,18 +2015,11 @@ mod tests {
         let a = s.tick(&mut gc, &at(5.65, 0, 50)).unwrap();
         assert!(a[0].reason.starts_with("due"), "{a:?}");
         assert!(a[0].reason.contains("quiet window"), "{a:?}");
-        // A burst longer than the wait may last: it runs anyway, after 100 ms more in which
-        // nothing was ever without a request in flight.
+        // A burst longer than the wait may last: it runs anyway.
         s.last_full_work = 0.0;
         assert!(s.tick(&mut gc, &at(7.0, 1, 1)).unwrap().is_empty());
-        assert!(s.tick(&mut gc, &at(7.61, 1, 1)).unwrap().is_empty());
-        let a = s.tick(&mut gc, &at(7.71, 1, 1)).unwrap();
+        let a = s.tick(&mut gc, &at(7.61, 1, 1)).unwrap();
         assert!(a[0].reason.contains("no quiet window in 0.60 s"), "{a:?}");
-        assert!(
-            a[0].reason
-                .contains("no moment with nothing in flight within 100 ms"),
-            "{a:?}"
-        );
     }
 
     #[test]
