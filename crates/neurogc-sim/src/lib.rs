@@ -388,25 +388,25 @@ fn markdown(
             (Some(p), Some(o)) if o > 0.0 => format!(", {:.2}× `gc-off`'s", p / o),
             _ => String::new(),
         };
-        let _ =
-            writeln!(
+        let tried: Vec<String> = IDLE_TIMED_AFTER.iter().map(|a| a.to_string()).collect();
+        let plural = if idle.outcome.collections == 1 {
+            ""
+        } else {
+            "s"
+        };
+        let _ = writeln!(
             md,
             "Without foresight: the same pauses and spacing, each collection at the first moment \
              a request ends with nothing waiting once at least W requests have ended since the \
              last (at the spacing whatever is in flight); of W = {} (up to the spacing), the \
-             best by p99 is {}: p99 {} ms{against_off}, {} collection{} ({} met requests in \
-             flight). Its pauses \
-             still meet the requests that arrive during them, which only foresight avoids: \
-             between it and the optimum lies what predicting arrivals could gain.\n",
-            IDLE_TIMED_AFTER
-                .iter()
-                .map(|a| a.to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
+             best by p99 is {}: p99 {} ms{against_off}, {} collection{plural} ({} met requests \
+             in flight). Its pauses still meet the requests that arrive during them, which only \
+             foresight avoids: between it and the optimum lies what predicting arrivals could \
+             gain.\n",
+            tried.join(", "),
             idle.name,
             fmt_ms(idle.p_ms(0.99)),
             idle.outcome.collections,
-            if idle.outcome.collections == 1 { "" } else { "s" },
             idle.outcome.met,
         );
     }
