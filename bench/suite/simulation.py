@@ -30,6 +30,7 @@ def main() -> None:
     rhos: list[float] = []
     sections: list[str] = []
     reach: list[str] = []
+    whole_heap: list[str] = []
     for w in info["workloads"]:
         path = suite / w["run"] / "simulation.json"
         if not path.exists():
@@ -58,21 +59,30 @@ def main() -> None:
         best = role.get(OPTIMUM, {}).get("p99_ms")
         idle = role.get(IDLE_TIMED, {})
         if best is not None and off:
-            if best > GC_OFF_BAR * off:
-                verdict = "out of reach in the replay"
-            elif idle.get("p99_ms") is not None and idle["p99_ms"] > GC_OFF_BAR * off:
+            # Both are schedules the replay ran: the bar is in reach where either meets it (the
+            # optimum minimises delayed requests, which is not always the lowest p99).
+            idle_p99 = idle.get("p99_ms")
+            if idle_p99 is not None and idle_p99 <= GC_OFF_BAR * off:
+                verdict = "within reach"
+            elif best <= GC_OFF_BAR * off:
                 verdict = "only with foresight in the replay"
             else:
-                verdict = "within reach"
+                verdict = "out of reach in the replay"
             idle_cells = (
                 f"{idle['p99_ms']:.2f} | {idle['p99_ms'] / off:.2f}× | {idle['collections']}"
                 if idle.get("p99_ms") is not None
                 else "n/a | n/a | n/a"
             )
+            # Which pauses the optimum took (crates/neurogc-sim `OptimumPauses`): a frozen
+            # heap's remainder's, or the whole heap's where a freeze broke the memory bound.
+            frozen = s.get("optimum_pauses_frozen")
+            pauses = {True: "a freeze's remainder", False: "the whole heap"}.get(frozen, "n/a")
             reach.append(
-                f"| {w['name']} | {best:.2f} | {best / off:.2f}× | {idle_cells} | {off:.2f} "
-                f"| {verdict} |"
+                f"| {w['name']} | {pauses} | {best:.2f} | {best / off:.2f}× | {idle_cells} "
+                f"| {off:.2f} | {verdict} |"
             )
+            if frozen is False and s.get("optimum_pauses_why"):
+                whole_heap.append(f"- {w['name']}: {s['optimum_pauses_why']}.")
         for p in s["policies"]:
             err = p["p99_error"]
             if err is not None:
@@ -108,7 +118,10 @@ def main() -> None:
             f"The scheduler's bar asks for a p99 within {GC_OFF_BAR:.2f}× the GC-off bound's. "
             "The replay's optimum in hindsight places every full collection where it delays the "
             "fewest requests, knowing every arrival, at most as many requests apart as the "
-            "default's collections (the garbage has to be freed, and freeing it takes its pause): "
+            "default's collections (the garbage has to be freed, and freeing it takes its pause), "
+            "each pausing as what a freeze leaves where a freeze kept the run's peak RSS within "
+            "the memory bound, else as the whole heap (where the heap turns over, what a freeze "
+            "holds dies and only a collection of the whole heap frees it): "
             "where even it is over the bar, in the replay no schedule meets it, only one that "
             "collects less and holds more memory. The idle-timed cadence needs no foresight: "
             "the same pauses and spacing, each collection at the first request end with nothing "
@@ -118,11 +131,13 @@ def main() -> None:
             "replay's own error (below) is in all of them.\n"
         )
         print(
-            "| workload | optimum p99 ms | optimum / gc-off | idle-timed p99 ms "
+            "| workload | pauses as | optimum p99 ms | optimum / gc-off | idle-timed p99 ms "
             "| idle-timed / gc-off | its collections | gc-off p99 ms | the bar |"
         )
-        print("|---|---:|---:|---:|---:|---:|---:|---|")
+        print("|---|---|---:|---:|---:|---:|---:|---:|---|")
         print("\n".join(reach) + "\n")
+        if whole_heap:
+            print("Pausing as the whole heap:\n\n" + "\n".join(whole_heap) + "\n")
     print("\n".join(sections))
 
 

@@ -21,8 +21,10 @@ use anyhow::{bail, Context, Result};
 use neurogc_core::policy::PolicySpec;
 use neurogc_record::TrialStatus;
 use neurogc_report::rundir::RunData;
+use neurogc_report::scoreboard::RSS_BOUND;
+use neurogc_report::Metric;
 
-use crate::model::{Calibration, Kind};
+use crate::model::{Calibration, Kind, OptimumPauses};
 use crate::replay::{quantile, replay, Outcome};
 use crate::trace::Trace;
 
@@ -58,6 +60,29 @@ pub enum Role {
 
 /// The least spacings (requests) the idle-timed schedule tries; the best by p99 is reported.
 pub const IDLE_TIMED_AFTER: [usize; 12] = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000];
+
+/// The delays (ms) the optimum may leave uncounted; the best by p99 is reported.
+pub const OPTIMUM_TOLERANCE_MS: [f64; 9] = [0.0, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0];
+
+/// Of several replayed schedules, the best by p99; of two alike, the one that collects less.
+fn best_by_p99<K>(
+    tried: impl IntoIterator<Item = Result<(K, Outcome)>>,
+) -> Result<Option<(K, Outcome)>> {
+    let mut best: Option<(K, Outcome, f64)> = None;
+    for t in tried {
+        let (key, outcome) = t?;
+        let Some(p99) = quantile(&outcome.latency, 0.99) else {
+            continue;
+        };
+        let better = best
+            .as_ref()
+            .is_none_or(|(_, b, q)| p99 < *q || (p99 == *q && outcome.collections < b.collections));
+        if better {
+            best = Some((key, outcome, p99));
+        }
+    }
+    Ok(best.map(|(k, o, _)| (k, o)))
+}
 
 /// One policy, replayed.
 #[derive(Debug, Clone)]
@@ -139,8 +164,50 @@ pub fn spearman(x: &[f64], y: &[f64]) -> Option<f64> {
     (vx > 0.0 && vy > 0.0).then(|| cov / (vx * vy).sqrt())
 }
 
-/// The whole simulation of a run, as Markdown.
-pub fn simulate(args: &SimulateArgs) -> Result<(String, Vec<Replayed>)> {
+/// The whole simulation of a run.
+#[derive(Debug, Clone)]
+pub struct Simulation {
+    /// The report, as Markdown.
+    pub md: String,
+    pub results: Vec<Replayed>,
+    /// How the optimum was found (`None`: the run measured no collection to take its pauses
+    /// from).
+    pub optimum: Option<OptimumSettings>,
+}
+
+/// How the optimum was found: its pauses (which the idle-timed schedule shares), and the
+/// delays it left uncounted (the best of [`OPTIMUM_TOLERANCE_MS`] by p99).
+#[derive(Debug, Clone)]
+pub struct OptimumSettings {
+    pub pauses: OptimumPauses,
+    pub tolerance_ms: Option<f64>,
+}
+
+/// Whether the optimum may pause as a frozen heap's remainder: from the peak RSS the run's
+/// `freeze` trials held against the default's (the scoreboard's measure and bound).
+fn optimum_pauses(run: &RunData, cal: &Calibration) -> OptimumPauses {
+    let analysis = neurogc_report::analyse(run, None);
+    let peak = |spec: &str| {
+        analysis
+            .policies
+            .iter()
+            .find(|p| p.spec == spec)
+            .and_then(|p| p.max(Metric::RssPeak))
+    };
+    let freezes: Vec<(String, f64)> = match peak("default") {
+        Some(default) if default > 0.0 => analysis
+            .policies
+            .iter()
+            .filter(|p| kind_of(&p.spec) == Kind::Frozen)
+            .filter_map(|p| Some((p.label.clone(), p.max(Metric::RssPeak)? / default)))
+            .collect(),
+        _ => Vec::new(),
+    };
+    OptimumPauses::choose(&freezes, RSS_BOUND, cal.frozen.is_some())
+}
+
+/// The whole simulation of a run.
+pub fn simulate(args: &SimulateArgs) -> Result<Simulation> {
     let run = RunData::load(&args.run_dir)?;
     let mut traces: Vec<(Trace, Kind)> = Vec::new();
     let mut skipped = Vec::new();
@@ -218,44 +285,48 @@ pub fn simulate(args: &SimulateArgs) -> Result<(String, Vec<Replayed>)> {
             Err(e) => return Err(e),
         }
     }
-    // The hindsight optimum: the cheapest collections there are (a frozen heap's, where the run
-    // measured them), no further apart than the default's.
-    let opt_fit = cal.frozen.or(cal.unfrozen);
+    // The hindsight optimum: the cheapest collections that keep the memory bound (a frozen
+    // heap's, where a freeze kept it), no further apart than the default's.
+    let pauses = optimum_pauses(&run, &cal);
+    let opt_fit = if pauses.frozen {
+        cal.frozen
+    } else {
+        cal.unfrozen
+    };
     let opt_gap = cal.default_every;
+    let mut tolerance_ms = None;
     if let (Some(fit), Some(gap)) = (opt_fit, opt_gap) {
-        let outcome = replay_all(&base, &mut |t| {
-            let plan = optimum::optimum(&t.arrivals, &t.work, fit, gap as usize);
-            Ok(Box::new(policies::Schedule::new(plan)))
-        })?;
-        results.push(Replayed {
-            name: "optimum (hindsight)".into(),
-            role: Role::Optimum,
-            outcome,
-            live_p99_ms: None,
-        });
-        // The same pauses and spacing without foresight: the best of the idle-timed cadences,
-        // by p99 (of two alike, the one that collects less).
         let gap = gap as usize;
-        let mut best: Option<(usize, Outcome, f64)> = None;
-        for after in IDLE_TIMED_AFTER
-            .into_iter()
-            .filter(|&a| a < gap)
-            .chain([gap])
-        {
-            let outcome = replay_all(&base, &mut |_| {
-                Ok(Box::new(policies::IdleTimed::new(after, gap, fit)))
+        let best = best_by_p99(OPTIMUM_TOLERANCE_MS.into_iter().map(|tolerance| {
+            let outcome = replay_all(&base, &mut |t| {
+                let plan = optimum::optimum(&t.arrivals, &t.work, fit, gap, tolerance);
+                Ok(Box::new(policies::Schedule::new(plan)))
             })?;
-            let Some(p99) = quantile(&outcome.latency, 0.99) else {
-                continue;
-            };
-            let better = best.as_ref().is_none_or(|(_, b, q)| {
-                p99 < *q || (p99 == *q && outcome.collections < b.collections)
+            Ok((tolerance, outcome))
+        }))?;
+        if let Some((tolerance, outcome)) = best {
+            tolerance_ms = Some(tolerance);
+            results.push(Replayed {
+                name: "optimum (hindsight)".into(),
+                role: Role::Optimum,
+                outcome,
+                live_p99_ms: None,
             });
-            if better {
-                best = Some((after, outcome, p99));
-            }
         }
-        if let Some((after, outcome, _)) = best {
+        // The same pauses and spacing without foresight: the best of the idle-timed cadences.
+        let best = best_by_p99(
+            IDLE_TIMED_AFTER
+                .into_iter()
+                .filter(|&a| a < gap)
+                .chain([gap])
+                .map(|after| {
+                    let outcome = replay_all(&base, &mut |_| {
+                        Ok(Box::new(policies::IdleTimed::new(after, gap, fit)))
+                    })?;
+                    Ok((after, outcome))
+                }),
+        )?;
+        if let Some((after, outcome)) = best {
             results.push(Replayed {
                 name: format!("idle-timed (at least {after} requests apart)"),
                 role: Role::IdleTimed,
@@ -264,8 +335,24 @@ pub fn simulate(args: &SimulateArgs) -> Result<(String, Vec<Replayed>)> {
             });
         }
     }
-    let md = markdown(args, &base, &cal, &results, &not_modelled, &skipped);
-    Ok((md, results))
+    let optimum = opt_fit.map(|_| OptimumSettings {
+        pauses,
+        tolerance_ms,
+    });
+    let md = markdown(
+        args,
+        &base,
+        &cal,
+        optimum.as_ref(),
+        &results,
+        &not_modelled,
+        &skipped,
+    );
+    Ok(Simulation {
+        md,
+        results,
+        optimum,
+    })
 }
 
 fn fmt_ms(x: Option<f64>) -> String {
@@ -276,6 +363,7 @@ fn markdown(
     args: &SimulateArgs,
     base: &[&Trace],
     cal: &Calibration,
+    optimum: Option<&OptimumSettings>,
     results: &[Replayed],
     not_modelled: &[String],
     skipped: &[String],
@@ -361,10 +449,15 @@ fn markdown(
         let _ = writeln!(
             md,
             "The optimum: knowing every arrival, collections placed right after requests end \
-             where they delay the fewest requests, at most {} requests apart (the default's \
-             spacing: the garbage it lets pile up), each pausing as a frozen heap's remainder \
-             does; {} collections, {} requests met. Distance from it, p99: {}.\n",
+             where they delay the fewest requests by more than {} ms (of {} ms, the best by p99), \
+             at most {} requests apart (the default's spacing: the garbage it lets pile up), \
+             each pausing {}; {} collections, {} requests met. Distance from it, p99: {}.\n",
+            optimum
+                .and_then(|o| o.tolerance_ms)
+                .map_or_else(|| "n/a".into(), |t| format!("{t:.0}")),
+            OPTIMUM_TOLERANCE_MS.map(|t| format!("{t:.0}")).join(", "),
             every(cal.default_every),
+            optimum.map_or("as measured", |o| o.pauses.why.as_str()),
             opt.outcome.collections,
             opt.outcome.met,
             results
@@ -445,10 +538,17 @@ pub struct Summary {
     pub policies: Vec<PolicyLine>,
     /// Spearman's ρ of the replayed and live p99s, over the policies recorded live.
     pub rank_correlation: Option<f64>,
+    /// The optimum's (and the idle-timed schedule's) pauses: those of what a freeze leaves
+    /// (`true`), or of the whole heap, where a freeze breaks the memory bound; and why.
+    pub optimum_pauses_frozen: Option<bool>,
+    pub optimum_pauses_why: Option<String>,
+    /// The delays (ms) the optimum left uncounted.
+    pub optimum_tolerance_ms: Option<f64>,
 }
 
-pub fn summary(args: &SimulateArgs, results: &[Replayed]) -> Summary {
-    let policies: Vec<PolicyLine> = results
+pub fn summary(args: &SimulateArgs, sim: &Simulation) -> Summary {
+    let policies: Vec<PolicyLine> = sim
+        .results
         .iter()
         .map(|r| {
             let p99 = r.p_ms(0.99);
@@ -467,14 +567,17 @@ pub fn summary(args: &SimulateArgs, results: &[Replayed]) -> Summary {
             }
         })
         .collect();
-    let (sim, live): (Vec<f64>, Vec<f64>) = policies
+    let (replayed, live): (Vec<f64>, Vec<f64>) = policies
         .iter()
         .filter_map(|p| Some((p.p99_ms?, p.live_p99_ms?)))
         .unzip();
     Summary {
         run: args.run_dir.display().to_string(),
         trace: args.trace.clone(),
-        rank_correlation: spearman(&sim, &live),
+        rank_correlation: spearman(&replayed, &live),
+        optimum_pauses_frozen: sim.optimum.as_ref().map(|o| o.pauses.frozen),
+        optimum_pauses_why: sim.optimum.as_ref().map(|o| o.pauses.why.clone()),
+        optimum_tolerance_ms: sim.optimum.as_ref().and_then(|o| o.tolerance_ms),
         policies,
     }
 }
@@ -482,21 +585,21 @@ pub fn summary(args: &SimulateArgs, results: &[Replayed]) -> Summary {
 /// Runs `neurogc simulate`; prints the table, writes the Markdown and `simulation.json` beside
 /// it. Returns the exit code.
 pub fn run(args: SimulateArgs) -> Result<i32> {
-    let (md, results) = simulate(&args)?;
+    let sim = simulate(&args)?;
     let out = args
         .out
         .clone()
         .unwrap_or_else(|| args.run_dir.join("simulation.md"));
-    let json = serde_json::to_string_pretty(&summary(&args, &results))?;
+    let json = serde_json::to_string_pretty(&summary(&args, &sim))?;
     for (path, text) in [
-        (out.clone(), md.as_str()),
+        (out.clone(), sim.md.as_str()),
         (out.with_extension("json"), &json),
     ] {
         let tmp = path.with_extension("tmp");
         std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
         std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
     }
-    println!("{md}");
+    println!("{}", sim.md);
     eprintln!("simulation: {}", out.display());
     Ok(0)
 }

@@ -180,6 +180,64 @@ impl Calibration {
     }
 }
 
+/// The pauses the optimum and the idle-timed schedule take: the cheap ones of what a freeze
+/// leaves only where a freeze keeps the memory bound. Where the run's freezes held more than
+/// that (the heap turns over: what was frozen dies, and only a collection of the whole heap frees
+/// it), those cheap collections do not free the garbage, and any schedule within the bound pauses
+/// as the unfrozen heap does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OptimumPauses {
+    pub frozen: bool,
+    /// Why, in a sentence, for the report.
+    pub why: String,
+}
+
+impl OptimumPauses {
+    /// `freezes`: each `freeze` trial's label and its run's peak RSS over the default's;
+    /// `bound`: the memory bound (the scoreboard's); `frozen_measured`: whether the run measured
+    /// a frozen heap's collections at all.
+    pub fn choose(freezes: &[(String, f64)], bound: f64, frozen_measured: bool) -> OptimumPauses {
+        if !frozen_measured {
+            return OptimumPauses {
+                frozen: false,
+                why: "as the unfrozen heap's: the run measured no collection of a frozen heap"
+                    .into(),
+            };
+        }
+        let Some((label, ratio)) = freezes
+            .iter()
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(l, r)| (l.as_str(), *r))
+        else {
+            return OptimumPauses {
+                frozen: true,
+                why: "as a frozen heap's remainder's (no freeze trial measured the memory a \
+                      freeze holds)"
+                    .into(),
+            };
+        };
+        if ratio <= bound {
+            OptimumPauses {
+                frozen: true,
+                why: format!(
+                    "as a frozen heap's remainder's: `{label}` kept the run's peak RSS at \
+                     {ratio:.2}× the default's, within the {bound:.2}× bound"
+                ),
+            }
+        } else {
+            OptimumPauses {
+                frozen: false,
+                why: format!(
+                    "as the unfrozen heap's: `{label}` held the run's peak RSS at {ratio:.2}× the \
+                     default's, over the {bound:.2}× bound (what it froze dies and only a \
+                     collection of the whole heap frees it), so a schedule within the bound \
+                     collects the whole heap"
+                ),
+            }
+        }
+    }
+}
+
 /// Which model a trial's full collections teach.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -212,5 +270,33 @@ mod tests {
         let f = PauseFit::fit(&[(100.0, 50.0), (200.0, 40.0)]).unwrap();
         assert_eq!((f.a, f.b), (45.0, 0.0));
         assert!(PauseFit::fit(&[]).is_none());
+    }
+
+    #[test]
+    fn the_optimum_pauses_as_a_frozen_heap_only_where_a_freeze_keeps_the_memory_bound() {
+        let within = OptimumPauses::choose(&[("freeze:3".into(), 0.99)], 1.10, true);
+        assert!(within.frozen, "{within:?}");
+        assert!(within.why.contains("0.99×"), "{within:?}");
+        // The heap turns over: the freeze held 1.38× the default's memory.
+        let over = OptimumPauses::choose(&[("freeze:3".into(), 1.38)], 1.10, true);
+        assert!(!over.frozen, "{over:?}");
+        assert!(
+            over.why.contains("`freeze:3`") && over.why.contains("1.38×"),
+            "{over:?}"
+        );
+        // Of two freezes, one within the bound is enough.
+        let either = OptimumPauses::choose(
+            &[("freeze:3".into(), 1.38), ("freeze:10".into(), 1.05)],
+            1.10,
+            true,
+        );
+        assert!(
+            either.frozen && either.why.contains("`freeze:10`"),
+            "{either:?}"
+        );
+        // No frozen collections measured: nothing else to take.
+        assert!(!OptimumPauses::choose(&[("freeze:3".into(), 1.0)], 1.10, false).frozen);
+        // No freeze's memory measured (the scheduler's own collections only): as before.
+        assert!(OptimumPauses::choose(&[], 1.10, true).frozen);
     }
 }

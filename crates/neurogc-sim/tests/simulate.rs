@@ -5,7 +5,7 @@
 use neurogc_fuzzkit::copy_dir;
 use std::path::PathBuf;
 
-use neurogc_sim::{simulate, Role, SimulateArgs};
+use neurogc_sim::{simulate, Role, SimulateArgs, Simulation};
 
 fn fixture() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/large-heap")
@@ -22,7 +22,11 @@ fn args(policies: &[&str]) -> SimulateArgs {
 
 #[test]
 fn replays_every_recorded_policy_near_its_live_p99_and_in_its_order() {
-    let (md, results) = simulate(&args(&[])).unwrap();
+    let Simulation {
+        md,
+        results,
+        optimum,
+    } = simulate(&args(&[])).unwrap();
     let names: Vec<&str> = results.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(
         names,
@@ -49,11 +53,70 @@ fn replays_every_recorded_policy_near_its_live_p99_and_in_its_order() {
         );
     }
     assert!(md.contains("Spearman ρ = 0.87"), "{md}");
+    // freeze:3 kept the memory (a static heap): the optimum pauses as what a freeze leaves.
+    let pauses = optimum.unwrap().pauses;
+    assert!(pauses.frozen, "{pauses:?}");
+    assert!(md.contains(&pauses.why), "{md}");
+}
+
+/// Scales every `rss_bytes` of a trial's samples.
+fn scale_rss(trial: &std::path::Path, by: f64) {
+    let path = trial.join("samples.csv");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap();
+    let col = header.split(',').position(|c| c == "rss_bytes").unwrap();
+    let mut out = format!("{header}\n");
+    for line in lines {
+        let mut cells: Vec<String> = line.split(',').map(str::to_string).collect();
+        if let Ok(v) = cells[col].parse::<f64>() {
+            cells[col] = format!("{}", (v * by) as u64);
+        }
+        out += &cells.join(",");
+        out.push('\n');
+    }
+    std::fs::write(&path, out).unwrap();
+}
+
+#[test]
+fn where_a_freeze_breaks_the_memory_bound_the_optimum_collects_the_whole_heap() {
+    let run = std::env::temp_dir().join(format!("neurogc-sim-turnover-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&run);
+    copy_dir(&fixture(), &run);
+    // The same run, but its freeze held 1.5× the default's memory (a heap that turns over).
+    scale_rss(&run.join("trials/02-freeze_3-r1"), 1.5);
+    let mut a = args(&["default", "gc-off"]);
+    a.run_dir = run.clone();
+    let held = simulate(&a).unwrap();
+    let as_recorded = simulate(&args(&["default", "gc-off"])).unwrap();
+    let pauses = held.optimum.clone().unwrap().pauses;
+    assert!(!pauses.frozen, "{pauses:?}");
+    assert!(
+        pauses.why.contains("`freeze:3`") && pauses.why.contains("over the 1.10× bound"),
+        "{pauses:?}"
+    );
+    assert!(held.md.contains(&pauses.why), "{}", held.md);
+    // The trace is shorter than the default's spacing: the optimum needs no collection, and the
+    // schedule without foresight runs one at the spacing, now of the whole heap (~300 ms here,
+    // where what the freeze left took ~40 ms).
+    let idle = |s: &Simulation| {
+        let r = s
+            .results
+            .iter()
+            .find(|r| r.role == Role::IdleTimed)
+            .unwrap();
+        (r.outcome.collections, r.outcome.pause_max_ms)
+    };
+    let ((n, held_pause), (m, frozen_pause)) = (idle(&held), idle(&as_recorded));
+    assert_eq!((n, m), (1, 1), "{}", held.md);
+    assert!(held_pause > 5.0 * frozen_pause, "{}", held.md);
+    std::fs::remove_dir_all(&run).unwrap();
 }
 
 #[test]
 fn the_scheduler_decides_on_the_recorded_traffic_and_beats_the_default() {
-    let (md, results) = simulate(&args(&["default", "neurogc", "gc-off"])).unwrap();
+    let Simulation { md, results, .. } =
+        simulate(&args(&["default", "neurogc", "gc-off"])).unwrap();
     let by = |name: &str| results.iter().find(|r| r.name == name).unwrap();
     let (default, neurogc, off) = (by("default"), by("neurogc"), by("gc-off"));
     // The default's one full collection of the 1.5 M-object heap lands in the p99; the
