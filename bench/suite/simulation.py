@@ -76,7 +76,7 @@ def main() -> None:
             # Which pauses the optimum took (crates/neurogc-sim `OptimumPauses`): a frozen
             # heap's remainder's, or the whole heap's where a freeze broke the memory bound.
             frozen = s.get("optimum_pauses_frozen")
-            pauses = {True: "a freeze's remainder", False: "the whole heap"}.get(frozen, "n/a")
+            pauses = {True: "what a freeze leaves", False: "the whole heap"}.get(frozen, "n/a")
             reach.append(
                 f"| {w['name']} | {pauses} | {best:.2f} | {best / off:.2f}× | {idle_cells} "
                 f"| {off:.2f} | {verdict} |"
@@ -117,17 +117,19 @@ def main() -> None:
             "## Can any schedule meet the GC-off bar?\n\n"
             f"The scheduler's bar asks for a p99 within {GC_OFF_BAR:.2f}× the GC-off bound's. "
             "The replay's optimum in hindsight places every full collection where it delays the "
-            "fewest requests, knowing every arrival, at most as many requests apart as the "
+            "fewest requests beyond a tolerance (the best of 0-200 ms by p99), knowing every "
+            "arrival, at most as many requests apart as the "
             "default's collections (the garbage has to be freed, and freeing it takes its pause), "
             "each pausing as what a freeze leaves where a freeze kept the run's peak RSS within "
             "the memory bound, else as the whole heap (where the heap turns over, what a freeze "
-            "holds dies and only a collection of the whole heap frees it): "
-            "where even it is over the bar, in the replay no schedule meets it, only one that "
-            "collects less and holds more memory. The idle-timed cadence needs no foresight: "
-            "the same pauses and spacing, each collection at the first request end with nothing "
-            "waiting once W requests have passed (the best W by p99): where it is over the bar "
-            "and the optimum is not, only a policy that predicts arrivals could meet it (its "
-            "pauses still meet the requests arriving during them). All replayed, so the "
+            "holds dies and only a collection of the whole heap frees it). The idle-timed "
+            "cadence needs no foresight: the same pauses and spacing, each collection at the "
+            "first request end with nothing waiting once W requests have passed (the best W by "
+            "p99). Where both are over the bar, the replay found no schedule that meets it, only "
+            "collecting less and holding more memory would; where only the optimum meets it, "
+            "only a policy that predicts arrivals could (the idle-timed pauses still meet the "
+            "requests arriving during them). The optimum does not see the queue a pause leaves "
+            "behind, so the idle-timed cadence can come out ahead of it. All replayed, so the "
             "replay's own error (below) is in all of them.\n"
         )
         print(
@@ -137,7 +139,7 @@ def main() -> None:
         print("|---|---|---:|---:|---:|---:|---:|---:|---|")
         print("\n".join(reach) + "\n")
         if whole_heap:
-            print("Pausing as the whole heap:\n\n" + "\n".join(whole_heap) + "\n")
+            print("Why the whole heap:\n\n" + "\n".join(whole_heap) + "\n")
     print("\n".join(sections))
 
 

@@ -156,6 +156,18 @@ impl Analysis {
             .and_then(|i| self.cells.get(i))
             .and_then(|c| c.get(&m))
     }
+
+    /// Each policy's peak RSS over the run against the `default` policy's, in `policies` order:
+    /// the run's peak (the largest round's), not a typical round's, since memory that keeps
+    /// growing peaks in the last round. `None` where either was not measured.
+    pub fn peak_rss_to_default(&self) -> Vec<Option<f64>> {
+        let peak = |p: &PolicyStats| p.max(Metric::RssPeak);
+        let default = self.policies.iter().find(|p| p.spec == "default");
+        self.policies
+            .iter()
+            .map(|p| Some(peak(p)? / peak(default?)?).filter(|r| r.is_finite()))
+            .collect()
+    }
 }
 
 /// The bootstrap settings of every interval in a report (seeded: reports are reproducible).

@@ -328,12 +328,7 @@ fn score_workload(w: &WorkloadRun) -> WorkloadScore {
     let kinds = &kinds;
     let of_kind = |kind: Kind| (0..kinds.len()).filter(move |&i| kinds[i] == kind);
     let default = a.policies.iter().position(|p| p.spec == "default");
-    // The run's peak (the largest round's), not a typical round's: memory that keeps growing
-    // peaks in the last round.
-    let rss = |i: usize| a.policies[i].max(Metric::RssPeak);
-    let rss_to_default: Vec<Option<f64>> = (0..kinds.len())
-        .map(|i| Some(rss(i)? / rss(default?)?).filter(|r| r.is_finite()))
-        .collect();
+    let rss_to_default = a.peak_rss_to_default();
     let specs: Vec<&str> = a.policies.iter().map(|p| p.spec.as_str()).collect();
     let same = same_policy(&specs, model_adds_nothing);
     // A policy run a second time (the A/A pair's second) is no candidate of its own.

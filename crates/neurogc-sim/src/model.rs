@@ -181,27 +181,36 @@ impl Calibration {
 }
 
 /// The pauses the optimum and the idle-timed schedule take: the cheap ones of what a freeze
-/// leaves only where a freeze keeps the memory bound. Where the run's freezes held more than
-/// that (the heap turns over: what was frozen dies, and only a collection of the whole heap frees
-/// it), those cheap collections do not free the garbage, and any schedule within the bound pauses
-/// as the unfrozen heap does.
+/// leaves only where a freeze keeps the memory bound. Where every freeze of the run held more
+/// than that (the heap turns over: what was frozen dies, and only a collection of the whole heap
+/// frees it), those cheap collections do not free the garbage, and any schedule within the bound
+/// pauses as the whole heap does.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OptimumPauses {
+    /// As what a freeze leaves (`true`), or as the whole heap.
     pub frozen: bool,
-    /// Why, in a sentence, for the report.
+    /// Why, as a clause of its own, for the report.
     pub why: String,
 }
 
 impl OptimumPauses {
+    /// What the collections pause as, for the report.
+    pub fn noun(&self) -> &'static str {
+        if self.frozen {
+            "what a freeze leaves"
+        } else {
+            "the whole heap"
+        }
+    }
+
     /// `freezes`: each `freeze` trial's label and its run's peak RSS over the default's;
     /// `bound`: the memory bound (the scoreboard's); `frozen_measured`: whether the run measured
-    /// a frozen heap's collections at all.
+    /// any collection after a freeze.
     pub fn choose(freezes: &[(String, f64)], bound: f64, frozen_measured: bool) -> OptimumPauses {
         if !frozen_measured {
             return OptimumPauses {
                 frozen: false,
-                why: "as the unfrozen heap's: the run measured no collection of a frozen heap"
-                    .into(),
+                why: "the run measured no collection after a freeze".into(),
             };
         }
         let Some((label, ratio)) = freezes
@@ -211,27 +220,24 @@ impl OptimumPauses {
         else {
             return OptimumPauses {
                 frozen: true,
-                why: "as a frozen heap's remainder's (no freeze trial measured the memory a \
-                      freeze holds)"
-                    .into(),
+                why: "the memory a freeze holds was not measured against the default's".into(),
             };
         };
         if ratio <= bound {
             OptimumPauses {
                 frozen: true,
                 why: format!(
-                    "as a frozen heap's remainder's: `{label}` kept the run's peak RSS at \
-                     {ratio:.2}× the default's, within the {bound:.2}× bound"
+                    "`{label}` kept the run's peak RSS at {ratio:.2}× the default's, within the \
+                     {bound:.2}× bound"
                 ),
             }
         } else {
             OptimumPauses {
                 frozen: false,
                 why: format!(
-                    "as the unfrozen heap's: `{label}` held the run's peak RSS at {ratio:.2}× the \
-                     default's, over the {bound:.2}× bound (what it froze dies and only a \
-                     collection of the whole heap frees it), so a schedule within the bound \
-                     collects the whole heap"
+                    "every freeze held more than the {bound:.2}× bound of the default's peak RSS \
+                     (`{label}`: {ratio:.2}×): what it froze dies, and only a collection of the \
+                     whole heap frees it"
                 ),
             }
         }

@@ -33,6 +33,8 @@ pub fn optimum(
     max_gap: usize,
     tolerance_ms: f64,
 ) -> Plan {
+    // The edge below only moves on if a pause never shrinks with more requests since the last.
+    debug_assert!(fit.b >= 0.0, "{fit:?}");
     let n = arrivals.len();
     let gap = max_gap.clamp(1, n.max(1));
     if n <= gap {
@@ -43,10 +45,11 @@ pub fn optimum(
     let done = replay(arrivals, work, &mut Idle).done;
     // Requests delayed by more than the tolerance by a pause of `ms` right after request j ends
     // (when it is longer than the tolerance): those arrived and not yet ended, and those arriving
-    // before its last `tolerance_ms`.
+    // before its last `tolerance_ms` (the edge).
     let arrived_by = |t: f64| arrivals.partition_point(|&a| a <= t);
-    // best[j + 1]: the fewest delays with a collection right after request j (best[0]: the
-    // trace's start, as if one had just run); from[j + 1] the previous one.
+    // best[j + 1]: the fewest requests delayed beyond the tolerance with a collection right
+    // after request j (best[0]: the trace's start, as if one had just run); from[j + 1] the
+    // previous one.
     let mut best = vec![f64::INFINITY; n + 1];
     let mut from = vec![usize::MAX; n + 1];
     best[0] = 0.0;
@@ -61,7 +64,7 @@ pub fn optimum(
             // The pause grows with the requests since `k` (b ≥ 0): the edge only moves on.
             let ms = fit.pause_ms((base - k) as f64);
             let edge = end + (ms - tolerance_ms) / 1e3;
-            while reached < n && arrivals[reached] <= edge {
+            while reached < n && arrivals[reached] < edge {
                 reached += 1;
             }
             let delayed = if ms > tolerance_ms {

@@ -92,10 +92,16 @@ fn where_a_freeze_breaks_the_memory_bound_the_optimum_collects_the_whole_heap() 
     let pauses = held.optimum.clone().unwrap().pauses;
     assert!(!pauses.frozen, "{pauses:?}");
     assert!(
-        pauses.why.contains("`freeze:3`") && pauses.why.contains("over the 1.10× bound"),
+        pauses.why.contains("`freeze:3`") && pauses.why.contains("more than the 1.10× bound"),
         "{pauses:?}"
     );
     assert!(held.md.contains(&pauses.why), "{}", held.md);
+    assert!(
+        held.md
+            .contains("each pausing as a collection of the whole heap does"),
+        "{}",
+        held.md
+    );
     // The trace is shorter than the default's spacing: the optimum needs no collection, and the
     // schedule without foresight runs one at the spacing, now of the whole heap (~300 ms here,
     // where what the freeze left took ~40 ms).
@@ -109,6 +115,12 @@ fn where_a_freeze_breaks_the_memory_bound_the_optimum_collects_the_whole_heap() 
     };
     let ((n, held_pause), (m, frozen_pause)) = (idle(&held), idle(&as_recorded));
     assert_eq!((n, m), (1, 1), "{}", held.md);
+    let opt = held
+        .results
+        .iter()
+        .find(|r| r.role == Role::Optimum)
+        .unwrap();
+    assert_eq!(opt.outcome.collections, 0, "{}", held.md);
     assert!(held_pause > 5.0 * frozen_pause, "{}", held.md);
     std::fs::remove_dir_all(&run).unwrap();
 }
