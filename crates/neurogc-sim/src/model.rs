@@ -235,8 +235,8 @@ impl OptimumPauses {
             OptimumPauses {
                 frozen: false,
                 why: format!(
-                    "every freeze held more than the {bound:.2}× bound of the default's peak RSS \
-                     (`{label}`: {ratio:.2}×): what it froze dies, and only a collection of the \
+                    "every freeze held more than the {bound:.2}× bound of the default's peak RSS, \
+                     `{label}` {ratio:.2}×: what it froze dies, and only a collection of the \
                      whole heap frees it"
                 ),
             }
