@@ -22,7 +22,6 @@ use neurogc_core::policy::PolicySpec;
 use neurogc_record::TrialStatus;
 use neurogc_report::rundir::RunData;
 use neurogc_report::scoreboard::RSS_BOUND;
-use neurogc_report::Metric;
 
 use crate::model::{Calibration, Kind, OptimumPauses};
 use crate::replay::{quantile, replay, Outcome};
@@ -183,26 +182,17 @@ pub struct OptimumSettings {
     pub tolerance_ms: Option<f64>,
 }
 
-/// Whether the optimum may pause as a frozen heap's remainder: from the peak RSS the run's
-/// `freeze` trials held against the default's (the scoreboard's measure and bound).
+/// Whether the optimum may pause as what a freeze leaves: from the peak RSS the run's `freeze`
+/// trials held against the default's (the scoreboard's measure and bound).
 fn optimum_pauses(run: &RunData, cal: &Calibration) -> OptimumPauses {
     let analysis = neurogc_report::analyse(run, None);
-    let peak = |spec: &str| {
-        analysis
-            .policies
-            .iter()
-            .find(|p| p.spec == spec)
-            .and_then(|p| p.max(Metric::RssPeak))
-    };
-    let freezes: Vec<(String, f64)> = match peak("default") {
-        Some(default) if default > 0.0 => analysis
-            .policies
-            .iter()
-            .filter(|p| kind_of(&p.spec) == Kind::Frozen)
-            .filter_map(|p| Some((p.label.clone(), p.max(Metric::RssPeak)? / default)))
-            .collect(),
-        _ => Vec::new(),
-    };
+    let freezes: Vec<(String, f64)> = analysis
+        .policies
+        .iter()
+        .zip(analysis.peak_rss_to_default())
+        .filter(|(p, _)| kind_of(&p.spec) == Kind::Frozen)
+        .filter_map(|(p, ratio)| Some((p.label.clone(), ratio?)))
+        .collect();
     OptimumPauses::choose(&freezes, RSS_BOUND, cal.frozen.is_some())
 }
 
