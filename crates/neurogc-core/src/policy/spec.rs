@@ -20,7 +20,7 @@ use super::{
 pub const KNOWN_POLICIES: &str = "default, threshold:T0[,T1[,T2]], \
      periodic:DURATION[,rss=SIZE][,young=COUNT][,check=DURATION], freeze[:WARMUP], \
      neurogc-seed:MODEL_DIR[,threshold=T], \
-     neurogc[:MODEL_DIR][,warmup=DURATION][,freeze=on|off][,quiet=P][,max_wait=DURATION][,growth=F][,pause=DURATION][,cpu=F][,rss=SIZE][,young=auto|off|N], \
+     neurogc[:MODEL_DIR][,warmup=DURATION][,freeze=on|off][,quiet=P][,slack=DURATION][,max_wait=DURATION][,growth=F][,pause=DURATION][,cpu=F][,rss=SIZE][,young=auto|off|N], \
      explore[:MEAN] (the default plus collections at random moments, for collect runs), \
      gc-off (a bound for bounded runs, no guard); \
      periodic, neurogc and neurogc-seed also take stagger=on (a service's workers take turns at \
@@ -437,6 +437,7 @@ fn parse_scheduler(options: &[(&str, &str)]) -> Result<SchedulerConfig, String> 
             }
             "quiet" => c.quiet = fraction(key, value)?,
             "max_wait" => c.max_wait = parse_duration(value)?,
+            "slack" => c.slack = parse_duration(value)?,
             "growth" => c.growth = fraction(key, value)?,
             "pause" => {
                 c.pause = parse_duration(value)?;
@@ -467,7 +468,7 @@ fn parse_scheduler(options: &[(&str, &str)]) -> Result<SchedulerConfig, String> 
             }
             other => {
                 return Err(format!(
-                    "unknown option {other:?}; neurogc takes warmup, freeze, quiet, max_wait, growth, pause, cpu, rss, young"
+                    "unknown option {other:?}; neurogc takes warmup, freeze, quiet, slack, max_wait, growth, pause, cpu, rss, young"
                 ))
             }
         }
@@ -584,7 +585,7 @@ mod tests {
         );
         assert!(parse("explore:10ms").is_err() && parse("explore,rss=1G").is_err());
         let PolicySpec::Neurogc { config: c, .. } = parse(
-            "neurogc,warmup=10s,freeze=off,quiet=0.8,max_wait=500ms,growth=0.2,cpu=0.1,rss=1G,young=off",
+            "neurogc,warmup=10s,freeze=off,quiet=0.8,slack=5ms,max_wait=500ms,growth=0.2,cpu=0.1,rss=1G,young=off",
         )
         .unwrap() else {
             panic!()
@@ -594,6 +595,7 @@ mod tests {
             (Duration::from_secs(10), false, 0.8)
         );
         assert_eq!((c.max_wait, c.growth), (Duration::from_millis(500), 0.2));
+        assert_eq!(c.slack, Duration::from_millis(5));
         assert_eq!((c.cpu, c.rss_budget), (0.1, Some(1 << 30)));
         assert_eq!(c.young, YoungThreshold::Off);
         let PolicySpec::Neurogc { config: c, .. } = parse("neurogc,young=50000").unwrap() else {
