@@ -29,6 +29,10 @@ impl Line {
         self.points.iter().map(|p| p.0)
     }
 
+    pub(crate) fn ys(&self) -> impl Iterator<Item = f64> + '_ {
+        self.points.iter().map(|p| p.1)
+    }
+
     /// How far apart the points' `x` lie, as the ratio of the second largest to the second
     /// smallest (one stray point does not make a range), once four points exist. Sorted on the
     /// stack: the scheduler asks at every tick.

@@ -63,8 +63,9 @@ pub struct SchedulerConfig {
     /// RSS budget (default: twice the RSS at the end of the warm-up, and at least 256 MiB
     /// above it).
     pub rss_budget: Option<u64>,
-    /// A full collection in a quiet window is free: take one at least this often (and sooner
-    /// where its pause takes at most `cpu` of the time since the last one).
+    /// A full collection in a quiet window is free: one may come this long after the last
+    /// (sooner after half a cadence of work, or, where the due collections meet requests, once
+    /// its pause is at most `cpu` of the time since the last).
     pub opportunistic: Duration,
     /// How long a pause may delay an arrival and still count as quiet: a request that waits a
     /// millisecond or two does not move the p99, and at a steady rate the next arrival comes a
@@ -280,7 +281,8 @@ pub struct Scheduler {
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct NetAnswer {
     at_ns: u64,
-    pause_ms: f64,
+    /// The part of the pause asked about (the pause less the slack).
+    window_ms: f64,
     p: f64,
 }
 
@@ -442,6 +444,11 @@ impl PauseModel {
         (n > 0).then(|| self.line.xs().sum::<f64>() / n as f64)
     }
 
+    /// The shortest pause measured.
+    fn shortest(&self) -> Option<f64> {
+        self.line.ys().reduce(f64::min)
+    }
+
     /// The longest interval measured.
     fn longest_interval(&self) -> Option<f64> {
         self.line.xs().reduce(f64::max)
@@ -591,52 +598,59 @@ impl Scheduler {
             .or(self.pause_model.prior.filter(|_| obs.traffic.is_some()))
     }
 
-    /// How long (ms) an arrival may wait for a pause of `pause_ms` and the pause still count as
-    /// quiet: the slack (`slack=`), but none where the traffic comes in bursts. There a request
-    /// a pause delays arrived in a burst, behind others: its latency is already the tail, and
-    /// the idle gap after the burst is a real window, soon (on `bursty`, with the slack, the
-    /// quiet collections came inside the bursts, every 150 ms, where they had waited for the
-    /// gaps: p99 1.41× the GC-off bound's in one targeted run against 1.12× in the suite).
-    fn slack_ms(&self, obs: &Observation, pause_ms: f64) -> f64 {
-        let bursts = obs.traffic.is_some_and(|t| {
-            t.longest_burst(secs(pause_ms / 1e3), self.cfg.max_wait)
-                .is_some()
-        });
-        if bursts {
+    /// How long (ms) an arrival may wait for a pause and the pause still count as quiet: the
+    /// slack (`slack=`), but none where the traffic comes in bursts (`burst`, from
+    /// [`Scheduler::burst`], asked once per decision). There a request a pause delays arrived in a burst, behind others: its latency
+    /// is already the tail, and the idle gap after the burst is a real window, soon
+    /// (docs/scheduler.md, "When").
+    fn slack_ms(&self, burst: Option<Duration>) -> f64 {
+        if burst.is_some() {
             0.0
         } else {
             self.cfg.slack.as_secs_f64() * 1e3
         }
     }
 
-    /// The part of a pause of `pause_ms` in which an arrival would wait longer than the slack.
-    fn window_ms(&self, obs: &Observation, pause_ms: f64) -> f64 {
-        (pause_ms - self.slack_ms(obs, pause_ms)).max(0.0)
+    /// Where the traffic comes in bursts, the longest one remembered (`Traffic::longest_burst`
+    /// for a pause of `pause_ms`: it sorts the ring's gaps, so once per decision).
+    fn burst(&self, obs: &Observation, pause_ms: f64) -> Option<Duration> {
+        obs.traffic
+            .and_then(|t| t.longest_burst(secs(pause_ms / 1e3), self.cfg.max_wait))
     }
 
-    /// A quiet window's reason: the chance `p` of no arrival in the part of the pause that
-    /// counts.
-    fn quiet_reason(&self, obs: &Observation, pause_ms: f64, p: f64, by: &str) -> String {
+    /// A quiet window's reason: the chance `p` of no arrival in the part of a pause of `pause_ms`
+    /// that counts (the pause less `slack_ms`).
+    fn quiet_reason(pause_ms: f64, slack_ms: f64, p: f64, by: &str) -> String {
         format!(
-            "quiet window: P(no arrival in {:.1} ms) = {p:.2}{by} (a {pause_ms:.1} ms pause, {:.0} \
-             ms of slack)",
-            self.window_ms(obs, pause_ms),
-            self.slack_ms(obs, pause_ms)
+            "quiet window: P(no arrival in {:.1} ms) = {p:.2}{by} (a {pause_ms:.1} ms pause, \
+             {slack_ms:.1} ms of slack)",
+            (pause_ms - slack_ms).max(0.0)
         )
     }
 
-    /// The chance that a pause of `pause_ms` starting now delays no request by more than the
-    /// slack (`slack=`): nothing in flight and no arrival in its first `pause_ms - slack`. The
+    /// The chance that a pause of `pause_ms` starting now delays no request by more than
+    /// `slack_ms`: nothing in flight and no arrival in its first `pause_ms - slack_ms`. The
     /// model's net answers where there is one and enough history, else the survival of the
     /// recent gaps ([`crate::traffic`]). The second value says which.
-    fn quiet_chance(&mut self, obs: &Observation, pause_ms: f64) -> (f64, &'static str) {
+    fn quiet_chance(
+        &mut self,
+        obs: &Observation,
+        pause_ms: f64,
+        slack_ms: f64,
+    ) -> (f64, &'static str) {
         let Some(t) = obs.traffic else {
             return (1.0, "");
         };
         if t.in_flight > 0 {
             return (0.0, "");
         }
-        let pause_ms = self.window_ms(obs, pause_ms);
+        let window_ms = (pause_ms - slack_ms).max(0.0);
+        // Nothing to wait for: no arrival can wait longer than the slack (the net was trained on
+        // pauses of 2 ms and more, and is not asked).
+        if window_ms == 0.0 {
+            return (1.0, "");
+        }
+        let pause_ms = window_ms;
         let pause = secs(pause_ms / 1e3);
         let survival = t.quiet_chance(pause);
         let Some(model) = self.model.as_ref().filter(|m| m.uses_net()) else {
@@ -648,7 +662,7 @@ impl Scheduler {
         if self.attached {
             return match self.net_answer {
                 Some(a)
-                    if a.pause_ms == pause_ms && t.now_ns.saturating_sub(a.at_ns) < 50_000_000 =>
+                    if a.window_ms == pause_ms && t.now_ns.saturating_sub(a.at_ns) < 50_000_000 =>
                 {
                     (a.p, " (model)")
                 }
@@ -660,7 +674,7 @@ impl Scheduler {
                 let p = f64::from(model.quiet_chance(&x, &mut self.scratch));
                 self.net_answer = Some(NetAnswer {
                     at_ns: t.now_ns,
-                    pause_ms,
+                    window_ms: pause_ms,
                     p,
                 });
                 (p, " (model)")
@@ -881,11 +895,16 @@ impl Scheduler {
     }
 
     /// The pause of a collection of the unfrozen part after `w` of work, from the pause model's
-    /// own fit where it sees the pause grow with the work.
+    /// own fit where it sees the pause grow with the work. Where the fit's intercept came out
+    /// negative (the line then runs through the origin), never below the shortest pause
+    /// measured: it would promise pauses of next to nothing soon after a collection.
     fn fitted_pause(&self, w: f64) -> Option<f64> {
-        match self.pause_model.fit() {
-            Some((a, b)) if b > 0.0 && a >= 0.0 => Some(a + b * w.max(0.0)),
-            _ => None,
+        let (a, b) = self.pause_model.fit()?;
+        let pause = a + b * w.max(0.0);
+        match self.pause_model.shortest() {
+            _ if b <= 0.0 => None,
+            Some(shortest) if a <= 0.0 => Some(pause.max(shortest)),
+            _ => Some(pause),
         }
     }
 
@@ -1106,30 +1125,30 @@ impl Scheduler {
             // (an idle one was collected every second, tens of ms each, for nothing).
             let worked = Self::work(obs) > self.last_full_work;
             // Spare: a second since the last one, or half a cadence of work; or, where the due
-            // collections mostly meet requests (under half of them found a quiet window), as long
-            // since the last as keeps this pause within the CPU budget (`cpu=`): a window that
-            // delays no one costs only CPU, and the shorter the pause, the more windows fit it.
-            // (Where the due collections find their windows, sooner only spends CPU: replayed,
-            // churn's collections came every 10-20 ms.)
-            let cadence = self.cadence(obs);
-            let early = self.quiet_found.or(1.0) < 0.5
-                && obs.elapsed >= self.last_full + secs(pause / 1e3 / self.cfg.cpu);
-            let spare = obs.elapsed >= self.last_full + self.cfg.opportunistic
-                || Self::work(obs) - self.last_full_work >= cadence / 2.0
-                || early;
-            let ok = worked && spare && self.promoted(obs);
+            // collections have been meeting requests (the running share that found a quiet
+            // window under a half), as long since the last as keeps this pause within the CPU
+            // budget (`cpu=`): a window that delays no one costs only CPU, and the shorter the
+            // pause, the more windows fit it (docs/scheduler.md, "When").
+            let spare = || {
+                obs.elapsed >= self.last_full + self.cfg.opportunistic
+                    || Self::work(obs) - self.last_full_work >= self.cadence(obs) / 2.0
+                    || (self.quiet_found.or(1.0) < 0.5
+                        && obs.elapsed >= self.last_full + secs(pause / 1e3 / self.cfg.cpu))
+            };
+            let ok =
+                self.frozen && worked && obs.traffic.is_some() && self.promoted(obs) && spare();
             self.quiet_worth_watching = self.frozen && worked && obs.traffic.is_some();
-            if !(self.frozen && ok && obs.traffic.is_some()) {
+            if !ok {
                 return None;
             }
-            let (p, by) = self.quiet_chance(obs, pause);
+            let slack = self.slack_ms(self.burst(obs, pause));
+            let (p, by) = self.quiet_chance(obs, pause, slack);
             if p >= self.cfg.quiet {
                 let plan = Plan::Collect {
                     why: "opportunistic".into(),
                     trigger: Trigger::Quiet,
                 };
-                let why = self.quiet_reason(obs, pause, p, by);
-                return Some((plan, why));
+                return Some((plan, Self::quiet_reason(pause, slack, p, by)));
             }
             return None;
         };
@@ -1138,13 +1157,15 @@ impl Scheduler {
         if plan.trigger() == Trigger::Guard {
             return Some((plan, "forced by the memory guard".into()));
         }
-        let (p, by) = self.quiet_chance(obs, pause);
+        let burst = self.burst(obs, pause);
+        let slack = self.slack_ms(burst);
+        let (p, by) = self.quiet_chance(obs, pause, slack);
         if p >= self.cfg.quiet {
             self.quiet_found.add(1.0);
             self.probing = false;
-            let why = self.quiet_reason(obs, pause, p, by);
-            return Some((plan, why));
+            return Some((plan, Self::quiet_reason(pause, slack, p, by)));
         }
+        let window = (pause - slack).max(0.0);
         // Waiting costs memory: a need stops waiting once memory has grown past the growth
         // trigger by a quarter, whatever its reason (the freeze after the warm-up included).
         if let Some((grown, worth)) = self
@@ -1158,7 +1179,7 @@ impl Scheduler {
                 format!(
                     "memory cannot wait: {} MiB grown since the last full collection, past the \
                      {:.0} MiB that make one needed by a quarter (no quiet window: P = {p:.2} \
-                     for {pause:.1} ms{by})",
+                     for {window:.1} ms of a {pause:.1} ms pause{by})",
                     grown >> 20,
                     worth / f64::from(1 << 20),
                 ),
@@ -1190,13 +1211,9 @@ impl Scheduler {
         // due collection of each round wait the whole 2 s, 31 ms where 12 were predicted.
         let rate = obs.traffic.map_or(1.0, |t| t.rate());
         let wait = if self.frozen && rate > 0.0 {
-            let burst = obs
-                .traffic
-                .and_then(|t| t.longest_burst(secs(pause / 1e3), self.cfg.max_wait))
-                .unwrap_or_default();
             self.cfg
                 .max_wait
-                .min(secs(self.cadence(obs) / 2.0 / rate).max(burst))
+                .min(secs(self.cadence(obs) / 2.0 / rate).max(burst.unwrap_or_default()))
         } else {
             self.cfg.max_wait
         };
@@ -1206,7 +1223,8 @@ impl Scheduler {
             return Some((
                 plan,
                 format!(
-                    "no quiet window in {:.2} s (P = {p:.2} for {pause:.1} ms{by})",
+                    "no quiet window in {:.2} s (P = {p:.2} for {window:.1} ms of a {pause:.1} ms \
+                     pause{by})",
                     wait.as_secs_f64()
                 ),
             ));
@@ -2518,22 +2536,28 @@ mod tests {
         }
     }
 
+    /// The chance of a quiet window for a pause of `pause_ms` now, and its reason, as `decide`
+    /// asks it.
+    fn quiet(s: &mut Scheduler, o: &Observation, pause_ms: f64) -> (f64, String) {
+        let slack = s.slack_ms(s.burst(o, pause_ms));
+        let (p, by) = s.quiet_chance(o, pause_ms, slack);
+        (p, Scheduler::quiet_reason(pause_ms, slack, p, by))
+    }
+
     #[test]
     fn a_pause_that_delays_the_next_arrival_by_the_slack_at_most_is_quiet() {
         let arrivals = paced_arrivals();
         let o = obs(10.0, 100, Some(paced(&arrivals, 100)));
         // A 7.5 ms pause: the next arrival, due in 6 ms, waits 1.5 ms.
         let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
-        let (p, _) = s.quiet_chance(&o, 7.5);
+        let (p, why) = quiet(&mut s, &o, 7.5);
         assert!(p >= 0.99, "{p}");
         assert!(
-            s.quiet_reason(&o, 7.5, p, "")
-                .contains("P(no arrival in 5.5 ms) = 1.00 (a 7.5 ms pause, 2 ms of slack)"),
-            "{}",
-            s.quiet_reason(&o, 7.5, p, "")
+            why.contains("P(no arrival in 5.5 ms) = 1.00 (a 7.5 ms pause, 2.0 ms of slack)"),
+            "{why}"
         );
-        // Without slack, or a pause that would make it wait longer, it is not.
-        assert!(s.quiet_chance(&o, 9.0).0 < 0.1);
+        // A pause that would make it wait longer is not, nor any without slack.
+        assert!(quiet(&mut s, &o, 9.0).0 < 0.1);
         let mut strict = Scheduler::new(
             "neurogc",
             SchedulerConfig {
@@ -2541,34 +2565,47 @@ mod tests {
                 ..SchedulerConfig::default()
             },
         );
-        assert!(strict.quiet_chance(&o, 7.5).0 < 0.1);
-        // Bursts of 20 arrivals 5 ms apart, 500 ms between them, 1 ms after an arrival: a
-        // 5.5 ms pause would delay the next by 0.5 ms, but that one queues in a burst.
+        assert!(quiet(&mut strict, &o, 7.5).0 < 0.1);
+        // A pause within the slack is quiet with nothing in flight, whatever arrives.
+        assert_eq!(quiet(&mut s, &o, 1.5).0, 1.0);
+        // Bursts of 20 arrivals 5 ms apart, 500 ms between them, 1 ms after an arrival inside
+        // one: a 5.5 ms pause would delay the next arrival, 4 ms away, by 1.5 ms, but that one
+        // queues in a burst: no slack.
         let bursts: Vec<u64> = (0..40u64)
             .flat_map(|b| (0..20u64).map(move |i| b * 595_000_000 + i * 5_000_000))
             .collect();
+        let mid_burst = bursts.len() - 5;
         let o = obs(
             10.0,
             100,
             Some(Traffic {
                 in_flight: 0,
-                now_ns: bursts[bursts.len() - 1] + 1_000_000,
-                arrivals: &bursts,
+                now_ns: bursts[mid_burst] + 1_000_000,
+                arrivals: &bursts[..=mid_burst],
                 total: 800,
             }),
         );
-        let (p, _) = s.quiet_chance(&o, 5.5);
+        let (p, why) = quiet(&mut s, &o, 5.5);
         assert!(p < 0.5, "{p}");
-        assert!(
-            s.quiet_reason(&o, 5.5, p, "")
-                .contains("(a 5.5 ms pause, 0 ms of slack)"),
-            "{}",
-            s.quiet_reason(&o, 5.5, p, "")
-        );
-        assert!(
-            s.quiet_chance(&o, 3.5).0 > 0.9,
-            "shorter than the gaps in a burst"
-        );
+        assert!(why.contains("(a 5.5 ms pause, 0.0 ms of slack)"), "{why}");
+    }
+
+    #[test]
+    fn a_fit_through_the_origin_predicts_no_pause_below_the_shortest_measured() {
+        let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
+        // 6 ms + 0.16 ms a request: its own line.
+        for (w, ms) in [(10.0, 7.6), (40.0, 12.4), (70.0, 17.2)] {
+            s.pause_model.add(w, ms);
+        }
+        let p = s.fitted_pause(1.0).unwrap();
+        assert!((p - 6.16).abs() < 0.01, "{p}");
+        // A line whose intercept would be negative: through the origin, floored at 1 ms.
+        s.pause_model = PauseModel::default();
+        for (w, ms) in [(10.0, 1.0), (40.0, 12.0), (70.0, 23.0)] {
+            s.pause_model.add(w, ms);
+        }
+        assert_eq!(s.fitted_pause(1.0), Some(1.0));
+        assert!(s.fitted_pause(70.0).unwrap() > 20.0);
     }
 
     #[test]
@@ -2590,8 +2627,17 @@ mod tests {
         learn(&mut s, 0.0);
         let base = s.last_full_work;
         let t0 = s.last_full;
-        // Ten requests after the last collection (a 7.6 ms pause, 76 ms of CPU budget at 10 %)
-        // and 100 ms later: collected, though a second has not passed nor half a cadence.
+        // Ten requests after the last collection, a 7.6 ms pause: not within 76 ms of it (the CPU
+        // budget, 10 %)...
+        let soon = t0.as_secs_f64() + 0.05;
+        let a = s
+            .tick(
+                &mut gc,
+                &obs(soon, 100, Some(paced(&arrivals, base as u64 + 10))),
+            )
+            .unwrap();
+        assert!(a.is_empty(), "{a:?}");
+        // ... but 100 ms after it, though a second has not passed nor half a cadence.
         let now = t0.as_secs_f64() + 0.1;
         let a = s
             .tick(
