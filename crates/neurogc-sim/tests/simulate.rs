@@ -52,7 +52,10 @@ fn replays_every_recorded_policy_near_its_live_p99_and_in_its_order() {
             r.name
         );
     }
-    assert!(md.contains("Spearman ρ = 0.87"), "{md}");
+    // Since the slack in the quiet-window test (2381fef) the replayed `neurogc` collects in
+    // windows at request ends (23 collections, none meeting a request in flight) and orders
+    // the three as the live runs do.
+    assert!(md.contains("Spearman ρ = 1.00"), "{md}");
     // freeze:3 kept the memory (a static heap): the optimum pauses as what a freeze leaves.
     let pauses = optimum.unwrap().pauses;
     assert!(pauses.frozen, "{pauses:?}");
