@@ -600,9 +600,9 @@ impl Scheduler {
 
     /// How long (ms) an arrival may wait for a pause and the pause still count as quiet: the
     /// slack (`slack=`), but none where the traffic comes in bursts (`burst`, from
-    /// [`Scheduler::burst`], asked once per decision). There a request a pause delays arrived in a burst, behind others: its latency
-    /// is already the tail, and the idle gap after the burst is a real window, soon
-    /// (docs/scheduler.md, "When").
+    /// [`Scheduler::burst`], asked once per decision). There a request a pause delays arrived
+    /// in a burst, behind others: its latency is already the tail, and the idle gap after the
+    /// burst is a real window, soon (docs/scheduler.md, "When").
     fn slack_ms(&self, burst: Option<Duration>) -> f64 {
         if burst.is_some() {
             0.0
@@ -618,13 +618,18 @@ impl Scheduler {
             .and_then(|t| t.longest_burst(secs(pause_ms / 1e3), self.cfg.max_wait))
     }
 
+    /// The part of a pause of `pause_ms` in which an arrival would wait longer than `slack_ms`.
+    fn window_ms(pause_ms: f64, slack_ms: f64) -> f64 {
+        (pause_ms - slack_ms).max(0.0)
+    }
+
     /// A quiet window's reason: the chance `p` of no arrival in the part of a pause of `pause_ms`
     /// that counts (the pause less `slack_ms`).
     fn quiet_reason(pause_ms: f64, slack_ms: f64, p: f64, by: &str) -> String {
         format!(
             "quiet window: P(no arrival in {:.1} ms) = {p:.2}{by} (a {pause_ms:.1} ms pause, \
              {slack_ms:.1} ms of slack)",
-            (pause_ms - slack_ms).max(0.0)
+            Self::window_ms(pause_ms, slack_ms)
         )
     }
 
@@ -644,14 +649,13 @@ impl Scheduler {
         if t.in_flight > 0 {
             return (0.0, "");
         }
-        let window_ms = (pause_ms - slack_ms).max(0.0);
+        let window_ms = Self::window_ms(pause_ms, slack_ms);
         // Nothing to wait for: no arrival can wait longer than the slack (the net was trained on
         // pauses of 2 ms and more, and is not asked).
         if window_ms == 0.0 {
             return (1.0, "");
         }
-        let pause_ms = window_ms;
-        let pause = secs(pause_ms / 1e3);
+        let pause = secs(window_ms / 1e3);
         let survival = t.quiet_chance(pause);
         let Some(model) = self.model.as_ref().filter(|m| m.uses_net()) else {
             return (survival, "");
@@ -662,7 +666,8 @@ impl Scheduler {
         if self.attached {
             return match self.net_answer {
                 Some(a)
-                    if a.window_ms == pause_ms && t.now_ns.saturating_sub(a.at_ns) < 50_000_000 =>
+                    if a.window_ms == window_ms
+                        && t.now_ns.saturating_sub(a.at_ns) < 50_000_000 =>
                 {
                     (a.p, " (model)")
                 }
@@ -674,7 +679,7 @@ impl Scheduler {
                 let p = f64::from(model.quiet_chance(&x, &mut self.scratch));
                 self.net_answer = Some(NetAnswer {
                     at_ns: t.now_ns,
-                    window_ms: pause_ms,
+                    window_ms,
                     p,
                 });
                 (p, " (model)")
@@ -899,13 +904,14 @@ impl Scheduler {
     /// negative (the line then runs through the origin), never below the shortest pause
     /// measured: it would promise pauses of next to nothing soon after a collection.
     fn fitted_pause(&self, w: f64) -> Option<f64> {
-        let (a, b) = self.pause_model.fit()?;
+        let (a, b) = self.pause_model.fit().filter(|&(_, b)| b > 0.0)?;
         let pause = a + b * w.max(0.0);
-        match self.pause_model.shortest() {
-            _ if b <= 0.0 => None,
-            Some(shortest) if a <= 0.0 => Some(pause.max(shortest)),
-            _ => Some(pause),
-        }
+        let floor = if a <= 0.0 {
+            self.pause_model.shortest()
+        } else {
+            None
+        };
+        Some(floor.map_or(pause, |f| pause.max(f)))
     }
 
     fn predicted_pause_ms(&self, plan: &Plan, obs: &Observation) -> f64 {
@@ -1165,7 +1171,7 @@ impl Scheduler {
             self.probing = false;
             return Some((plan, Self::quiet_reason(pause, slack, p, by)));
         }
-        let window = (pause - slack).max(0.0);
+        let window = Self::window_ms(pause, slack);
         // Waiting costs memory: a need stops waiting once memory has grown past the growth
         // trigger by a quarter, whatever its reason (the freeze after the warm-up included).
         if let Some((grown, worth)) = self
@@ -2625,26 +2631,18 @@ mod tests {
             s.quiet_found.add(found);
         };
         learn(&mut s, 0.0);
-        let base = s.last_full_work;
-        let t0 = s.last_full;
+        // A tick `after` seconds past the last collection, ten requests after it.
+        let ten_requests_later = |s: &mut Scheduler, gc: &mut RecordingGc, after: f64| {
+            let (at, base) = (s.last_full.as_secs_f64() + after, s.last_full_work as u64);
+            s.tick(gc, &obs(at, 100, Some(paced(&arrivals, base + 10))))
+                .unwrap()
+        };
         // Ten requests after the last collection, a 7.6 ms pause: not within 76 ms of it (the CPU
         // budget, 10 %)...
-        let soon = t0.as_secs_f64() + 0.05;
-        let a = s
-            .tick(
-                &mut gc,
-                &obs(soon, 100, Some(paced(&arrivals, base as u64 + 10))),
-            )
-            .unwrap();
+        let a = ten_requests_later(&mut s, &mut gc, 0.05);
         assert!(a.is_empty(), "{a:?}");
         // ... but 100 ms after it, though a second has not passed nor half a cadence.
-        let now = t0.as_secs_f64() + 0.1;
-        let a = s
-            .tick(
-                &mut gc,
-                &obs(now, 100, Some(paced(&arrivals, base as u64 + 10))),
-            )
-            .unwrap();
+        let a = ten_requests_later(&mut s, &mut gc, 0.1);
         assert!(
             a.first()
                 .is_some_and(|x| x.reason.contains("opportunistic")),
@@ -2652,14 +2650,7 @@ mod tests {
         );
         // Where the due collections find their windows, not before half a cadence.
         learn(&mut s, 1.0);
-        let now = now + 0.1;
-        let base = s.last_full_work;
-        let a = s
-            .tick(
-                &mut gc,
-                &obs(now, 100, Some(paced(&arrivals, base as u64 + 10))),
-            )
-            .unwrap();
+        let a = ten_requests_later(&mut s, &mut gc, 0.1);
         assert!(a.is_empty(), "{a:?}");
     }
 
