@@ -237,10 +237,16 @@ impl Shared {
         let in_flight = self.serves_requests.load(Ordering::Relaxed).then(|| {
             u32::try_from(self.in_flight.load(Ordering::Relaxed).max(0)).unwrap_or(u32::MAX)
         });
+        // The wall clock first: a span written as `time` + `pause_ms` then lies inside the
+        // collection even when the thread is preempted between the clock reads (the CPU clock is
+        // a system call, whose return is a preemption point). Read after, a preemption there put
+        // the span's end past the collection's, and staggered workers' spans seemed to overlap.
+        let start_time = unix_now();
+        let started = Instant::now();
         let pending = Pending {
-            started: Instant::now(),
+            started,
             cpu_ms: (generation == 2).then(thread_cpu_ms),
-            start_time: unix_now(),
+            start_time,
             generation,
             in_flight,
         };
