@@ -87,6 +87,10 @@ pub struct SchedulerConfig {
     /// `a / b`. (CPython's own rule after a freeze spends about 7 % on large-heap at 160 req/s:
     /// 20 collections of 15-30 ms per 6 s.)
     pub cpu: f64,
+    /// How often where the pauses are in the p99 whatever the cadence (`cadence=`): every
+    /// `a / b`, pauses of `2a` (the default), or as often as the CPU budget allows, the
+    /// shortest pauses it affords ([`Scheduler::cadence`]).
+    pub tail_cadence: TailCadence,
     /// threshold0: tuned by experiment after the freeze, left as it is, or set.
     pub young: YoungThreshold,
     /// `stagger=on`: full collections take the service's lock (the agent wraps the policy).
@@ -107,10 +111,26 @@ impl Default for SchedulerConfig {
             slack: Duration::from_millis(2),
             pause: Duration::from_millis(1),
             cpu: 0.10,
+            tail_cadence: TailCadence::TwiceLive,
             young: YoungThreshold::Auto,
             stagger: false,
         }
     }
+}
+
+/// How often the unfrozen part is collected where no cadence keeps its pauses out of the p99
+/// ([`SchedulerConfig::tail_cadence`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TailCadence {
+    /// `cadence=2a`: every `a / b`, pauses twice what stays live. Near the best cadence's p99
+    /// in a single-server queue with Poisson arrivals (bench/suite/cadence_queue.py).
+    TwiceLive,
+    /// `cadence=cpu`: as often as the CPU budget (`cpu=`) allows, the shortest pauses it
+    /// affords. Where the arrivals come evenly and collections at request ends, a pause delays
+    /// the one next arrival by what it outlasts the idle time after a request, so the p99
+    /// follows the pause's length more than how many there are (replayed on large-heap, the
+    /// best schedule without foresight collected every 10 requests).
+    Budget,
 }
 
 /// A running estimate (exponentially weighted) of one kind of pause.
@@ -871,6 +891,9 @@ impl Scheduler {
                 let cpu_room = 1e3 * self.cfg.cpu / rate - b;
                 let w = if tail_room > 0.0 {
                     (rate * a * queue / 1e3 + in_flight) / tail_room
+                } else if cpu_room > 0.0 && self.cfg.tail_cadence == TailCadence::Budget {
+                    // `(a + b·w)` ms per `w / rate` s is the budget's share at `w = a / cpu_room`.
+                    a / cpu_room
                 } else if cpu_room > 0.0 {
                     (a / b.min(cpu_room)).min(BUDGET_STRETCH * a / b)
                 } else {
@@ -2828,6 +2851,11 @@ mod tests {
         s.cfg.cpu = 0.009;
         let c = s.cadence(&o);
         assert!((c - 2.0).abs() < 1e-6, "{c}");
+        // `cadence=cpu`: as often as 10 % of the time allows, every 2/9 s (pauses of 22 ms).
+        s.cfg.cpu = 0.10;
+        s.cfg.tail_cadence = TailCadence::Budget;
+        let c = s.cadence(&o);
+        assert!((c - 2.0 / 9.0).abs() < 1e-6, "{c}");
         // Garbage alone over the budget (b = 120 ms/s): every a / b, pauses of 2a.
         let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
         for t in [0.5, 1.0, 2.0, 4.0] {
