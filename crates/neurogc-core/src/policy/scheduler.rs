@@ -126,10 +126,10 @@ pub enum TailCadence {
     /// in a single-server queue with Poisson arrivals (bench/suite/cadence_queue.py).
     TwiceLive,
     /// `cadence=cpu`: as often as the CPU budget (`cpu=`) allows, the shortest pauses it
-    /// affords. Where the arrivals come evenly and collections at request ends, a pause delays
-    /// the one next arrival by what it outlasts the idle time after a request, so the p99
-    /// follows the pause's length more than how many there are (replayed on large-heap, the
-    /// best schedule without foresight collected every 10 requests).
+    /// affords (the rule before `2a`). Replayed on large-heap, the best schedule without
+    /// foresight collected every 10 requests, but live, in turns with `2a` on every workload,
+    /// it was slower on three (1.22-1.25×) and faster on none (bench/suite/option-ab-cpu.md):
+    /// an option, so that the comparison can be run again.
     Budget,
 }
 
