@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -20,10 +21,36 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
+# Ports this test process has handed out: servers started together each take theirs only once
+# running, so a port must not be handed out twice, nor come from the kernel's ephemeral range,
+# where any outgoing connection (the tests' own health polls) can take it before the server
+# binds it. (CI: one of the workloads started at once exited "address already in use".)
+_HANDED_OUT: set[int] = set()
+_PICK = random.Random()
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port nothing is bound to now, below the ephemeral range where it has room, and never
+    one this process handed out before."""
+    low = _ephemeral_low()
+    for _ in range(1000):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", _PICK.randrange(10_000, low) if low > 11_000 else 0))
+            except OSError:
+                continue
+            port = s.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
+    raise RuntimeError("no free port on 127.0.0.1 after 1000 tries")
 
 
 def http_get(url: str, timeout: float = 10.0) -> tuple[int, bytes]:
