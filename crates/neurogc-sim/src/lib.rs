@@ -261,9 +261,7 @@ pub fn simulate(args: &SimulateArgs) -> Result<Simulation> {
     let mut results = Vec::new();
     let mut not_modelled = Vec::new();
     for spec in &specs {
-        let built = replay_all(&base, &mut |t| {
-            policies::build(spec, &cal, t.middle_per_request)
-        });
+        let built = replay_all(&base, &mut |t| policies::build(spec, &cal, t.per_request));
         match built {
             Ok(outcome) => results.push(Replayed {
                 name: spec.clone(),

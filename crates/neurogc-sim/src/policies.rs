@@ -208,7 +208,8 @@ pub struct SchedulerSim {
     next_sample: f64,
     /// At the last sample: (server seconds, requests ended, seconds served, collections' ms).
     last_sample: (f64, usize, f64, f64),
-    middle_per_request: f64,
+    /// Young and middle collections per request, as recorded.
+    per_request: [f64; 2],
     live_bytes: u64,
     ring: Vec<u64>,
 }
@@ -220,8 +221,8 @@ impl SchedulerSim {
             elapsed,
             rss_bytes: Some(self.live_bytes),
             collections: Some([
-                0,
-                (w.completed as f64 * self.middle_per_request) as u64,
+                (w.completed as f64 * self.per_request[0]) as u64,
+                (w.completed as f64 * self.per_request[1]) as u64,
                 self.gc.full,
             ]),
             traffic: Some(Traffic {
@@ -295,7 +296,7 @@ impl Collector for SchedulerSim {
 }
 
 /// A policy the replay can run, built from its spec; an error names what it cannot model.
-pub fn build(spec: &str, cal: &Calibration, middle_per_request: f64) -> Result<Box<dyn Collector>> {
+pub fn build(spec: &str, cal: &Calibration, per_request: [f64; 2]) -> Result<Box<dyn Collector>> {
     let need = |fit: Option<PauseFit>, what: &str| -> Result<PauseFit> {
         match fit {
             Some(f) => Ok(f),
@@ -378,7 +379,7 @@ pub fn build(spec: &str, cal: &Calibration, middle_per_request: f64) -> Result<B
                 next: 0.0,
                 next_sample: 1.0,
                 last_sample: (0.0, 0, 0.0, gc_ms),
-                middle_per_request,
+                per_request,
                 live_bytes: live,
                 ring: Vec::with_capacity(RING),
             })

@@ -25,8 +25,8 @@ pub struct Trace {
     /// The full collections in the window: (start, pause ms, objects collected, requests
     /// completed before it).
     pub full: Vec<FullCollection>,
-    /// Middle-generation (gen 1) collections per request, as recorded.
-    pub middle_per_request: f64,
+    /// Young (gen 0) and middle (gen 1) collections per request, as recorded.
+    pub per_request: [f64; 2],
     /// Seconds of the server's own time covered.
     pub length: f64,
 }
@@ -160,22 +160,24 @@ impl Trace {
             work.push((d - start - paused).max(0.0));
             free_at = free_at.max(d);
         }
-        let middle = t
-            .samples
-            .as_ref()
-            .map(|s| {
-                s.rows
-                    .iter()
-                    .filter(|r| {
-                        clock
-                            .windows
-                            .iter()
-                            .any(|&(a, b)| r.time > a && r.time <= b)
-                    })
-                    .filter_map(|r| r.gc_collections[1])
-                    .sum::<f64>()
-            })
-            .unwrap_or(0.0);
+        // Young and middle collections in the window, as the samples counted them.
+        let counted = |generation: usize| {
+            t.samples
+                .as_ref()
+                .map(|s| {
+                    s.rows
+                        .iter()
+                        .filter(|r| {
+                            clock
+                                .windows
+                                .iter()
+                                .any(|&(a, b)| r.time > a && r.time <= b)
+                        })
+                        .filter_map(|r| r.gc_collections[generation])
+                        .sum::<f64>()
+                })
+                .unwrap_or(0.0)
+        };
         Ok(Trace {
             label: t.label().to_string(),
             spec: t.info.as_ref().map_or_else(String::new, |i| i.spec.clone()),
@@ -183,7 +185,10 @@ impl Trace {
             latency: requests.iter().map(|r| r.1 - r.0).collect(),
             work,
             full,
-            middle_per_request: middle / requests.len() as f64,
+            per_request: [
+                counted(0) / requests.len() as f64,
+                counted(1) / requests.len() as f64,
+            ],
             length: clock.length(),
         })
     }

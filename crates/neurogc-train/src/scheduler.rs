@@ -776,7 +776,7 @@ mod tests {
             work: vec![0.002; n],
             latency: vec![0.002; n],
             full,
-            middle_per_request: 0.0,
+            per_request: [0.0; 2],
             length: secs,
         }
     }

@@ -91,6 +91,8 @@ pub struct SchedulerConfig {
     /// `a / b`, pauses of `2a` (the default), or as often as the CPU budget allows, the
     /// shortest pauses it affords ([`Scheduler::cadence`]).
     pub tail_cadence: TailCadence,
+    /// Who runs the middle generation's collections after the warm-up (`middle=`).
+    pub middle: MiddleCollections,
     /// threshold0: tuned by experiment after the freeze, left as it is, or set.
     pub young: YoungThreshold,
     /// `stagger=on`: full collections take the service's lock (the agent wraps the policy).
@@ -112,6 +114,7 @@ impl Default for SchedulerConfig {
             pause: Duration::from_millis(1),
             cpu: 0.10,
             tail_cadence: TailCadence::TwiceLive,
+            middle: MiddleCollections::Automatic,
             young: YoungThreshold::Auto,
             stagger: false,
         }
@@ -131,6 +134,21 @@ pub enum TailCadence {
     /// it was slower on three (1.22-1.25×) and faster on none (bench/suite/option-ab-cpu.md):
     /// an option, so that the comparison can be run again.
     Budget,
+}
+
+/// Who runs the middle generation's (generation 1's) collections once the warm-up is over
+/// ([`SchedulerConfig::middle`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MiddleCollections {
+    /// `middle=auto`: CPython, every `threshold1` young collections, wherever they fall.
+    Automatic,
+    /// `middle=held`: the scheduler's own collections, which run at quiet moments where there
+    /// are some. CPython's middle collections come in the middle of requests: on orm they
+    /// paused 0.65 ms (up to 2 ms) and overlapped 25 of its 33 slowest requests, where the
+    /// scheduler's quiet collections of the unfrozen part paused 0.38 ms and delayed no one
+    /// (bench/suite/option_ab.sh run at 7f44b0a); on large-heap and bursty they freed nothing.
+    /// What they would have freed waits for the scheduler's next collection instead.
+    Held,
 }
 
 /// A running estimate (exponentially weighted) of one kind of pause.
@@ -187,8 +205,10 @@ impl Plan {
 enum FullCollections {
     /// CPython, as it would: the warm-up is not over.
     Warming,
-    /// The scheduler: CPython's `threshold2` (kept to give back) is held out of reach.
-    Held { threshold2: u64 },
+    /// The scheduler: CPython's `threshold2` (kept to give back) is held out of reach, and
+    /// `threshold1` too under `middle=held`, where it is kept here as the number of young
+    /// collections after which something is worth collecting ([`Scheduler::promoted`]).
+    Held { threshold1: u64, threshold2: u64 },
     /// CPython again, `threshold2` given back: the heap is left unfrozen (it turns over), and
     /// its rule alone collects it, as under the default; memory growth no longer does (the
     /// guard still does).
@@ -223,6 +243,8 @@ pub struct Scheduler {
     last_full_work: f64,
     /// Middle-generation collections finished by then (see [`Scheduler::promoted`]).
     last_full_middle: u64,
+    /// Young collections at the last full one (`middle=held`'s [`Scheduler::promoted`]).
+    last_full_young: u64,
     /// Since when a collection has been needed but not yet run.
     needed_since: Option<Duration>,
     pause_full: Estimate,
@@ -509,6 +531,7 @@ impl Scheduler {
             last_full: Duration::ZERO,
             last_full_work: 0.0,
             last_full_middle: 0,
+            last_full_young: 0,
             needed_since: None,
             pause_full: Estimate::new(),
             pause_frozen: Estimate::new(),
@@ -838,9 +861,19 @@ impl Scheduler {
     /// would find there only what was live at the last one, and spend its pause on the young
     /// garbage that the next young collection frees for far less (measured on large-heap: due
     /// collections every ~45 requests, 11–18 ms each, kept the young ones from ever running).
-    /// True where nothing counts the collections.
+    /// Under `middle=held` nothing is promoted: the young collections' survivors stay in the
+    /// middle generation, and a collection is worth its pause once as many young collections
+    /// have run as CPython's `threshold1` would have waited for. True where nothing counts the
+    /// collections.
     fn promoted(&self, obs: &Observation) -> bool {
-        obs.collections.is_none_or(|c| c[1] > self.last_full_middle)
+        obs.collections.is_none_or(|c| match self.full {
+            FullCollections::Held { threshold1, .. }
+                if self.cfg.middle == MiddleCollections::Held =>
+            {
+                c[0] >= self.last_full_young + threshold1.max(1)
+            }
+            _ => c[1] > self.last_full_middle,
+        })
     }
 
     fn unit(obs: &Observation) -> &'static str {
@@ -1401,12 +1434,16 @@ impl Scheduler {
                     // twice as often as the rule on cycle-leak).
                     let mut t = gc.threshold()?;
                     let given_back = match self.full {
-                        FullCollections::Held { threshold2 } if t[2] == HELD_BACK => {
-                            Some(threshold2)
-                        }
+                        FullCollections::Held {
+                            threshold1,
+                            threshold2,
+                        } if t[2] == HELD_BACK => Some((threshold1, threshold2)),
                         _ => None,
                     };
-                    if let Some(t2) = given_back {
+                    if let Some((t1, t2)) = given_back {
+                        if t[1] == HELD_BACK {
+                            t[1] = t1;
+                        }
                         t[2] = t2;
                         self.full = FullCollections::GivenBack;
                     }
@@ -1478,6 +1515,7 @@ impl Scheduler {
         self.last_full = obs.elapsed;
         self.last_full_work = Self::work(obs);
         self.last_full_middle = obs.collections.map_or(0, |c| c[1]);
+        self.last_full_young = obs.collections.map_or(0, |c| c[0]);
     }
 
     /// Resets the cadence's stretch after any collection of the unfrozen part that freed much,
@@ -1564,12 +1602,23 @@ impl Scheduler {
             return Ok(None);
         }
         let mut t = gc.threshold()?;
-        self.full = FullCollections::Held { threshold2: t[2] };
+        self.full = FullCollections::Held {
+            threshold1: t[1],
+            threshold2: t[2],
+        };
         t[2] = HELD_BACK;
+        let held = self.cfg.middle == MiddleCollections::Held;
+        if held {
+            t[1] = HELD_BACK;
+        }
         gc.set_threshold(t)?;
         Ok(Some(Action::new(
             format!("set_threshold({}, {}, {})", t[0], t[1], t[2]),
-            "warm-up over: full collections are the scheduler's",
+            if held {
+                "warm-up over: middle and full collections are the scheduler's"
+            } else {
+                "warm-up over: full collections are the scheduler's"
+            },
         )))
     }
 
@@ -2719,6 +2768,56 @@ mod tests {
         assert!(s.tick(&mut gc, &quiet(7)).unwrap().is_empty());
         let a = s.tick(&mut gc, &quiet(9)).unwrap();
         assert!(a[0].reason.contains("opportunistic"), "{a:?}");
+    }
+
+    #[test]
+    fn middle_held_holds_the_middle_collections_and_waits_for_threshold1_young_ones() {
+        let (mut s, mut gc) = started(SchedulerConfig {
+            warmup: Duration::ZERO,
+            middle: MiddleCollections::Held,
+            ..SchedulerConfig::default()
+        });
+        let first = Observation {
+            collections: Some([5_000, 7, 0]),
+            ..obs(0.1, 100, None)
+        };
+        let a = s.tick(&mut gc, &first).unwrap();
+        assert_eq!(
+            a[0].action, "set_threshold(700, 2147483647, 2147483647)",
+            "{a:?}"
+        );
+        assert!(a[0].reason.contains("middle and full collections"), "{a:?}");
+        assert!(s.frozen);
+        let arrivals = steady_arrivals();
+        let counted = |young| Observation {
+            collections: Some([young, 7, 0]),
+            ..obs(
+                5.0,
+                100,
+                Some(Traffic {
+                    total: 1000,
+                    ..busy(&arrivals)
+                }),
+            )
+        };
+        // Past the cadence; no middle collection will ever be counted, so the young ones say
+        // when something is worth collecting: CPython's threshold1 (10) of them.
+        assert_eq!(s.due(&counted(5_009)), None);
+        assert_eq!(
+            s.due(&counted(5_010)).map(|p| p.trigger()),
+            Some(Trigger::Due)
+        );
+        // A heap that turns over gets both thresholds back.
+        gc.frozen = Some(200_000);
+        gc.freed = 100_000;
+        s.tick(&mut gc, &obs(11.0, 150, None)).unwrap();
+        let a = s.tick(&mut gc, &obs(13.0, 150, None)).unwrap();
+        assert!(
+            a[0].action
+                .ends_with("left unfrozen; set_threshold(700, 10, 10)"),
+            "{a:?}"
+        );
+        assert_eq!(gc.threshold, [700, 10, 10]);
     }
 
     #[test]
