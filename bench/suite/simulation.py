@@ -21,6 +21,15 @@ from pathlib import Path
 OPTIMUM, IDLE_TIMED = "optimum", "idle-timed"
 #: Issue 12's bar: p99 at most this many times the GC-off bound's.
 GC_OFF_BAR = 1.10
+#: The policies whose live tails the summary table shows: the scheduler and its bound.
+TAIL_SUMMARY = ("neurogc", "gc-off")
+
+
+def met_cell(tail: dict) -> str:
+    """One live policy's slowest 1 % (crates/neurogc-sim `LiveTail`): what they met, how many,
+    and in brackets the median time collections took of each."""
+    parts = [f"{m['met']} {m['requests']} ({m['paused_ms']:.2f} ms)" for m in tail["met"]]
+    return ", ".join(parts)
 
 
 def main() -> None:
@@ -31,6 +40,7 @@ def main() -> None:
     sections: list[str] = []
     reach: list[str] = []
     whole_heap: list[str] = []
+    tails: list[str] = []
     for w in info["workloads"]:
         path = suite / w["run"] / "simulation.json"
         if not path.exists():
@@ -95,6 +105,26 @@ def main() -> None:
                 f"| {label.get(p['policy'], p['policy'])} | {ms(p['p99_ms'])} | {ms(p['live_p99_ms'])} | "
                 f"{'' if err is None else f'{err * 100:+.0f} %'} |"
             )
+        live_tail = {t["label"]: t for t in s.get("live_tail", [])}
+        if live_tail:
+            lines += [
+                "",
+                "What the slowest 1 % of each policy's live requests met (the longest collection "
+                "overlapping each; in brackets the median time collections took of them):",
+                "",
+                "| policy | live p99 ms | slowest 1 % |",
+                "|---|---:|---|",
+            ]
+            lines += [
+                f"| {t['label']} | {t['p99_ms']:.2f} | {met_cell(t)} |" for t in live_tail.values()
+            ]
+            summary = [live_tail.get(name) for name in TAIL_SUMMARY]
+            if all(summary):
+                tails.append(
+                    f"| {w['name']} | "
+                    + " | ".join(f"{t['p99_ms']:.2f} | {met_cell(t)}" for t in summary)
+                    + " |"
+                )
         sections.append("\n".join(lines) + "\n")
     print("# The trace simulator against the suite's live runs\n")
     if errors:
@@ -140,6 +170,25 @@ def main() -> None:
         print("\n".join(reach) + "\n")
         if whole_heap:
             print("Why the whole heap:\n\n" + "\n".join(whole_heap) + "\n")
+    if tails:
+        print(
+            "## What set the scheduler's p99, live\n\n"
+            "Recorded, not replayed (`neurogc simulate`'s last section): of the slowest 1 % of "
+            "each policy's live requests, how many met each kind of collection, the longest that "
+            "overlapped each one from its intended start to its end: one of the policy's own full "
+            "collections (by its reason: `due`, `quiet`, `growth`, `stale`, `freeze`, `guard`), "
+            "one CPython started (`CPython's full`), only young or middle collections, which "
+            "every policy here leaves to CPython and the GC-off bound never runs, or `nothing` "
+            "(the request waited behind others, or the server was slow for another reason). In "
+            "brackets, the median time collections of any kind took of those requests. Young "
+            "collections run many times a second under load, so a slow request meets one by "
+            "chance too: the time in brackets says how much of its latency they were.\n"
+        )
+        print(
+            "| workload | neurogc p99 ms | its slowest 1 % met | gc-off p99 ms | its slowest 1 % met |"
+        )
+        print("|---|---:|---|---:|---|")
+        print("\n".join(tails) + "\n")
     print("\n".join(sections))
 
 

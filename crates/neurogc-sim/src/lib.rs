@@ -6,12 +6,14 @@
 //!
 //! Layout: [`trace`] a trial as the replay needs it · [`model`] the pause models, from the run's
 //! own collections · [`replay`] the single-server replay · [`policies`] what it can run, the
-//! `neurogc` scheduler's own code among them · [`optimum`] the hindsight schedule.
+//! `neurogc` scheduler's own code among them · [`optimum`] the hindsight schedule · [`tail`]
+//! what the slowest live requests met.
 
 pub mod model;
 pub mod optimum;
 pub mod policies;
 pub mod replay;
+pub mod tail;
 pub mod trace;
 
 use std::fmt::Write as _;
@@ -172,6 +174,56 @@ pub struct Simulation {
     /// How the optimum was found (`None`: the run measured no collection to take its pauses
     /// from).
     pub optimum: Option<OptimumSettings>,
+    /// What the slowest 1 % of each live policy's requests met, in the run's order.
+    pub live_tail: Vec<LiveTail>,
+}
+
+/// What the slowest 1 % of one live policy's requests met ([`tail`]).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct LiveTail {
+    pub label: String,
+    pub p99_ms: f64,
+    /// Kinds of collection (the longest that overlapped each request), most requests first.
+    pub met: Vec<TailMet>,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TailMet {
+    pub met: &'static str,
+    pub requests: usize,
+    /// The median time (ms) collections of any kind took of those requests.
+    pub paused_ms: f64,
+}
+
+/// [`LiveTail`] per label of `traces`, their trials pooled.
+fn live_tails(traces: &[(Trace, Kind)]) -> Vec<LiveTail> {
+    let mut labels: Vec<&str> = Vec::new();
+    for (t, _) in traces {
+        if !labels.contains(&t.label.as_str()) {
+            labels.push(&t.label);
+        }
+    }
+    labels
+        .into_iter()
+        .filter_map(|label| {
+            let mine = || traces.iter().map(|(t, _)| t).filter(|t| t.label == label);
+            let latency: Vec<f64> = mine().flat_map(|t| t.latency.iter().copied()).collect();
+            let met: Vec<(tail::Met, f64)> = mine().flat_map(|t| t.met.iter().copied()).collect();
+            let (p99, counts) = tail::slowest(&latency, &met)?;
+            Some(LiveTail {
+                label: label.to_string(),
+                p99_ms: p99 * 1e3,
+                met: counts
+                    .into_iter()
+                    .map(|c| TailMet {
+                        met: c.met.name(),
+                        requests: c.requests,
+                        paused_ms: c.paused_median * 1e3,
+                    })
+                    .collect(),
+            })
+        })
+        .collect()
 }
 
 /// How the optimum was found: its pauses (which the idle-timed schedule shares), and the
@@ -334,7 +386,8 @@ pub fn simulate(args: &SimulateArgs) -> Result<Simulation> {
         pauses,
         tolerance_ms,
     });
-    let md = markdown(
+    let live_tail = live_tails(&traces);
+    let mut md = markdown(
         args,
         &base,
         &cal,
@@ -343,10 +396,12 @@ pub fn simulate(args: &SimulateArgs) -> Result<Simulation> {
         &not_modelled,
         &skipped,
     );
+    tail_section(&mut md, &live_tail);
     Ok(Simulation {
         md,
         results,
         optimum,
+        live_tail,
     })
 }
 
@@ -528,6 +583,47 @@ fn markdown(
     md
 }
 
+/// The live runs' side: what each policy's slowest requests met.
+fn tail_section(md: &mut String, tails: &[LiveTail]) {
+    if tails.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "\n## What the slowest 1 % of the live requests met\n\n\
+         Recorded, not replayed: for each policy's slowest 1 % of requests (its trials pooled), \
+         the longest collection whose pause overlapped each one, from its intended start to its \
+         end: a full collection the policy ran (by its reason), one CPython started, only young \
+         or middle collections (which every policy here leaves to CPython, and the GC-off bound \
+         never runs), or none (it waited behind other requests, or the server was slow for \
+         another reason); in brackets, the median time collections of any kind took of those \
+         requests.\n\n\
+         | policy | live p99 ms | slowest 1 %: what they met |\n|---|---:|---|"
+    );
+    for t in tails {
+        let total: usize = t.met.iter().map(|m| m.requests).sum();
+        let parts: Vec<String> = t
+            .met
+            .iter()
+            .map(|m| {
+                format!(
+                    "{} {} ({} ms)",
+                    m.met,
+                    m.requests,
+                    fmt_ms(Some(m.paused_ms))
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            md,
+            "| {} | {} | {total}: {} |",
+            t.label,
+            fmt_ms(Some(t.p99_ms)),
+            parts.join(", ")
+        );
+    }
+}
+
 /// One policy's line of `simulation.json`.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct PolicyLine {
@@ -556,6 +652,8 @@ pub struct Summary {
     pub optimum_pauses_why: Option<String>,
     /// The delays (ms) the optimum left uncounted.
     pub optimum_tolerance_ms: Option<f64>,
+    /// What the slowest 1 % of each live policy's requests met.
+    pub live_tail: Vec<LiveTail>,
 }
 
 pub fn summary(args: &SimulateArgs, sim: &Simulation) -> Summary {
@@ -590,6 +688,7 @@ pub fn summary(args: &SimulateArgs, sim: &Simulation) -> Summary {
         optimum_pauses_frozen: sim.optimum.as_ref().map(|o| o.pauses.frozen),
         optimum_pauses_why: sim.optimum.as_ref().map(|o| o.pauses.why.clone()),
         optimum_tolerance_ms: sim.optimum.as_ref().and_then(|o| o.tolerance_ms),
+        live_tail: sim.live_tail.clone(),
         policies,
     }
 }

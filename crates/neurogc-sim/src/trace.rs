@@ -11,6 +11,8 @@ use anyhow::{bail, Context, Result};
 use neurogc_core::gcstats::RecordedEvent;
 use neurogc_report::rundir::TrialData;
 
+use crate::tail::{self, Met, Pause};
+
 /// One server's recorded traffic, on its own clock (seconds from the trace's start).
 #[derive(Debug, Clone)]
 pub struct Trace {
@@ -22,6 +24,9 @@ pub struct Trace {
     pub work: Vec<f64>,
     /// Its latency as measured (seconds).
     pub latency: Vec<f64>,
+    /// The longest collection (of any generation) that overlapped it, live, and the time
+    /// (seconds) collections took of it.
+    pub met: Vec<(Met, f64)>,
     /// The full collections in the window: (start, pause ms, objects collected, requests
     /// completed before it).
     pub full: Vec<FullCollection>,
@@ -117,11 +122,10 @@ impl Trace {
             })
             .collect();
         requests.sort_by(|x, y| x.0.total_cmp(&y.0));
-        let events: Vec<&RecordedEvent> = t
+        let measured: Vec<&RecordedEvent> = t
             .gc_events
             .iter()
             .flatten()
-            .filter(|e| e.generation == 2)
             .filter(|e| {
                 clock
                     .windows
@@ -129,6 +133,23 @@ impl Trace {
                     .any(|&(s, e2)| e.time >= s && e.time <= e2)
             })
             .collect();
+        let met = tail::met(
+            &requests,
+            &measured
+                .iter()
+                .map(|e| {
+                    let s = clock.server_time(e.time);
+                    Pause {
+                        start: s,
+                        end: s + e.pause_ms / 1e3,
+                        generation: e.generation,
+                        trigger: e.trigger,
+                    }
+                })
+                .collect::<Vec<_>>(),
+        );
+        let events: Vec<&RecordedEvent> =
+            measured.into_iter().filter(|e| e.generation == 2).collect();
         let pauses: Vec<(f64, f64)> = events
             .iter()
             .map(|e| {
@@ -183,6 +204,7 @@ impl Trace {
             spec: t.info.as_ref().map_or_else(String::new, |i| i.spec.clone()),
             arrivals: requests.iter().map(|r| r.0).collect(),
             latency: requests.iter().map(|r| r.1 - r.0).collect(),
+            met,
             work,
             full,
             per_request: [

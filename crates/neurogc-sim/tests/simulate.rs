@@ -26,6 +26,7 @@ fn replays_every_recorded_policy_near_its_live_p99_and_in_its_order() {
         md,
         results,
         optimum,
+        live_tail,
     } = simulate(&args(&[])).unwrap();
     let names: Vec<&str> = results.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(
@@ -56,6 +57,29 @@ fn replays_every_recorded_policy_near_its_live_p99_and_in_its_order() {
     // windows at request ends (23 collections, none meeting a request in flight) and orders
     // the three as the live runs do.
     assert!(md.contains("Spearman ρ = 1.00"), "{md}");
+    // What the slowest 1 % met live: the default's, CPython's full collections of the whole
+    // heap (about 250 ms of each of those requests); the freeze's and the scheduler's, none.
+    let tail: Vec<(&str, Vec<&str>)> = live_tail
+        .iter()
+        .map(|t| (t.label.as_str(), t.met.iter().map(|m| m.met).collect()))
+        .collect();
+    assert_eq!(
+        tail,
+        [
+            ("default", vec!["CPython's full"]),
+            ("freeze:3", vec!["nothing"]),
+            ("neurogc", vec!["nothing"])
+        ]
+    );
+    assert!(live_tail[0].met[0].paused_ms > 200.0, "{live_tail:?}");
+    assert!(
+        md.contains("| default | 238.70 | 4: CPython's full 4 ("),
+        "{md}"
+    );
+    assert!(
+        md.contains("| neurogc | 25.74 | 4: nothing 4 (0.00 ms) |"),
+        "{md}"
+    );
     // freeze:3 kept the memory (a static heap): the optimum pauses as what a freeze leaves.
     let pauses = optimum.unwrap().pauses;
     assert!(pauses.frozen, "{pauses:?}");

@@ -775,6 +775,7 @@ mod tests {
             arrivals,
             work: vec![0.002; n],
             latency: vec![0.002; n],
+            met: vec![(neurogc_sim::tail::Met::Nothing, 0.0); n],
             full,
             per_request: [0.0; 2],
             length: secs,
