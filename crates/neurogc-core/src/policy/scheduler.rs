@@ -147,7 +147,9 @@ pub enum MiddleCollections {
     /// paused 0.65 ms (up to 2 ms) and overlapped 25 of its 33 slowest requests, where the
     /// scheduler's quiet collections of the unfrozen part paused 0.38 ms and delayed no one
     /// (bench/suite/option_ab.sh run at 7f44b0a); on large-heap and bursty they freed nothing.
-    /// What they would have freed waits for the scheduler's next collection instead.
+    /// What they would have freed waits for the scheduler's next collection instead. Live, in
+    /// turns with `auto` on every workload, faster on two, slower on three, the intervals
+    /// overlapping, median 1.06× (bench/suite/option-ab-held.md): an option, not the default.
     Held,
 }
 
@@ -1823,6 +1825,28 @@ mod tests {
         refroze(&actions[..1]) && actions[0].reason.starts_with("stale freeze: ")
     }
 
+    /// A stale re-freeze that frees half of 200 k frozen objects (a heap that turns over): a
+    /// collection of the unfrozen part at `first` leaves 150 MiB in use, and the tick at
+    /// `then` re-freezes. Returns that tick's actions, after asserting it left the heap
+    /// unfrozen with CPython's thresholds back.
+    fn left_unfrozen_after_turnover(
+        s: &mut Scheduler,
+        gc: &mut RecordingGc,
+        first: f64,
+        then: f64,
+    ) -> Vec<Action> {
+        gc.frozen = Some(200_000);
+        gc.freed = 100_000;
+        s.tick(gc, &obs(first, 150, None)).unwrap();
+        let a = s.tick(gc, &obs(then, 150, None)).unwrap();
+        assert!(
+            a[0].action
+                .ends_with("left unfrozen; set_threshold(700, 10, 10)"),
+            "{a:?}"
+        );
+        a
+    }
+
     fn started_now() -> (Scheduler, RecordingGc) {
         started(SchedulerConfig {
             warmup: Duration::ZERO,
@@ -2446,19 +2470,10 @@ mod tests {
         let (mut s, mut gc) = started_now();
         s.tick(&mut gc, &obs(0.1, 100, None)).unwrap();
         assert!(s.frozen);
-        // The re-freeze frees half of what was frozen: long-lived objects, dead seconds later.
-        gc.frozen = Some(200_000);
-        gc.freed = 100_000;
-        // A collection of the unfrozen part leaves 150 MiB in use: stale (past the early
-        // rule's 10 s).
-        s.tick(&mut gc, &obs(11.0, 150, None)).unwrap();
-        let a = s.tick(&mut gc, &obs(13.0, 150, None)).unwrap();
+        // The re-freeze frees half of what was frozen: long-lived objects, dead seconds later;
+        // stale past the early rule's 10 s.
+        let a = left_unfrozen_after_turnover(&mut s, &mut gc, 11.0, 13.0);
         assert!(refroze_at_the_limit(&a), "{a:?}");
-        assert!(
-            a[0].action
-                .ends_with("left unfrozen; set_threshold(700, 10, 10)"),
-            "{a:?}"
-        );
         assert!(a[0].reason.contains("turns over"), "{a:?}");
         assert!(
             a[0].reason
@@ -2808,15 +2823,7 @@ mod tests {
             Some(Trigger::Due)
         );
         // A heap that turns over gets both thresholds back.
-        gc.frozen = Some(200_000);
-        gc.freed = 100_000;
-        s.tick(&mut gc, &obs(11.0, 150, None)).unwrap();
-        let a = s.tick(&mut gc, &obs(13.0, 150, None)).unwrap();
-        assert!(
-            a[0].action
-                .ends_with("left unfrozen; set_threshold(700, 10, 10)"),
-            "{a:?}"
-        );
+        left_unfrozen_after_turnover(&mut s, &mut gc, 11.0, 13.0);
         assert_eq!(gc.threshold, [700, 10, 10]);
     }
 
@@ -3130,15 +3137,7 @@ mod tests {
         assert_eq!(gc.threshold, [2800, 10, HELD_BACK]);
         // The heap turns over during the trial (a stale re-freeze frees half the frozen
         // objects): left unfrozen, and the trial, unjudged, goes back to 700 with the freeze.
-        gc.frozen = Some(200_000);
-        gc.freed = 100_000;
-        s.tick(&mut gc, &obs(9.5, 150, None)).unwrap();
-        let a = s.tick(&mut gc, &obs(10.0, 150, None)).unwrap();
-        assert!(
-            a[0].action
-                .ends_with("left unfrozen; set_threshold(700, 10, 10)"),
-            "{a:?}"
-        );
+        let a = left_unfrozen_after_turnover(&mut s, &mut gc, 9.5, 10.0);
         assert!(
             a[0].reason
                 .contains("the young threshold trial ends with the freeze, back to 700"),
