@@ -7,10 +7,17 @@
 #   bench/suite/check.sh                  # every workload: bench/suite/CHECK.md
 #   WORKLOADS=large-heap,seed bench/suite/check.sh
 #   ASSEMBLE=DIR bench/suite/check.sh     # write CHECK.md from the runs already in DIR
+# More power where the scoreboard's 5 rounds left a verdict within the noise: REPEAT rounds, EXTRA
+# policies after those three (the GC-off bound, A/A pairs), the table to OUT:
+#   REPEAT=15 EXTRA=gc-off,default-aa=default,neurogc-aa=neurogc WORKLOADS=churn,bursty \
+#     OUT=bench/suite/CHECK-15.md bench/suite/check.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 NEUROGC=${NEUROGC:-target/release/neurogc}
 PYTHON=${PYTHON:-.venv/bin/python}
+REPEAT=${REPEAT:-5}
+EXTRA=${EXTRA:+,$EXTRA}
+out=${OUT:-bench/suite/CHECK.md}
 . bench/lib.sh
 commit=$(commit_stamp "" crates python)
 board=bench/suite/scoreboard.json
@@ -32,18 +39,19 @@ else
   rm -rf "$runs" && mkdir -p "$runs"
   started=$(date +%s)
   while read -r name rate best; do
-    policies="default,neurogc"
-    [ "$best" != default ] && policies="default,$best,neurogc"
-    "$NEUROGC" suite --workloads "$name" --policies "$policies" --rate "$rate" --repeat 5 \
+    policies="default,neurogc$EXTRA"
+    [ "$best" != default ] && policies="default,$best,neurogc$EXTRA"
+    "$NEUROGC" suite --workloads "$name" --policies "$policies" --rate "$rate" --repeat "$REPEAT" \
       --runs-dir "$runs" >/dev/null
   done <<<"$plan"
   took="took $(( ($(date +%s) - started) / 60 )) min"
 fi
-out=bench/suite/CHECK.md
 {
   echo "<!-- written by bench/suite/check.sh; do not edit -->"
   echo
-  echo "- Command: \`bench/suite/check.sh\` → per workload \`neurogc suite --workloads W --policies default,BEST,neurogc --rate R --repeat 5\` (R and BEST from \`$board\`)"
+  env=""
+  for v in REPEAT EXTRA WORKLOADS OUT; do [ -n "${!v:-}" ] && env+="$v=${!v#,} "; done
+  echo "- Command: \`${env}bench/suite/check.sh\` → per workload \`neurogc suite --workloads W --policies default,BEST,neurogc$EXTRA --rate R --repeat $REPEAT\` (R and BEST from \`$board\`)"
   echo "- Commit: $commit · $(date -u '+%Y-%m-%d %H:%M UTC') · $took"
   echo
   while read -r name rate best; do
