@@ -24,7 +24,9 @@ def p99(c: dict) -> str:
 
 def main() -> None:
     runs, label, spec = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
-    print(f"`{label}` = `{spec}`. p99 ms of all requests over 5 rounds of 6 s (95 % interval);")
+    suites = [json.loads(b.read_text()) for b in sorted(runs.glob("*/suite.json"))]
+    rounds = "/".join(sorted({f"{s['rounds']} rounds of {s['turn_s']:g} s" for s in suites}))
+    print(f"`{label}` = `{spec}`. p99 ms of all requests over {rounds} (95 % interval);")
     print("the ratio is the option's p99 over `neurogc`'s (below 1: the option is faster).")
     print("Intervals that overlap say the difference is within this run's noise.")
     print()

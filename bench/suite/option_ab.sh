@@ -5,6 +5,7 @@
 # The table goes to bench/suite/option-ab-<name>.md.
 #   bench/suite/option_ab.sh s5 slack=5ms       # neurogc-s5 = neurogc,slack=5ms
 #   TABLE=DIR bench/suite/option_ab.sh s5 slack=5ms   # only the table, from the runs in DIR
+#   WORKLOADS=bursty REPEAT=15 bench/suite/option_ab.sh gaps bursts=gaps   # fewer, longer
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ $# -eq 2 ] || { echo "usage: bench/suite/option_ab.sh NAME OPTION (e.g. s5 slack=5ms)" >&2; exit 2; }
@@ -21,8 +22,9 @@ if [ -z "${TABLE:-}" ]; then
   start=$(date +%s)
   for wr in $rates; do
     w=${wr%%:*} r=${wr##*:}
+    [ -n "${WORKLOADS:-}" ] && [[ ",$WORKLOADS," != *",$w,"* ]] && continue
     "$NEUROGC" suite --workloads "$w" --rate "$r" --runs-dir "$runs" --name "$w" \
-      --policies "default,gc-off,neurogc,neurogc-$name=neurogc,$option"
+      --repeat "${REPEAT:-5}" --policies "default,gc-off,neurogc,neurogc-$name=neurogc,$option"
   done
   took="$(( ($(date +%s) - start) / 60 )) min"
   load="- Machine load after the runs: $(busiest)"
@@ -34,7 +36,9 @@ out=bench/suite/option-ab-$name.md
 {
   echo "<!-- written by bench/suite/option_ab.sh; do not edit -->"
   echo
-  echo "- Command: \`bench/suite/option_ab.sh $name $option\` at $commit, $took"
+  env=""
+  for v in WORKLOADS REPEAT; do [ -n "${!v:-}" ] && env+="$v=${!v} "; done
+  echo "- Command: \`${env}bench/suite/option_ab.sh $name $option\` at $commit, $took"
   echo "$load"
   echo
   ${PYTHON:-.venv/bin/python} bench/suite/option_ab.py "$runs" "neurogc-$name" "neurogc,$option"

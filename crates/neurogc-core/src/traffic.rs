@@ -127,6 +127,16 @@ pub const IDLE_GAP_MEDIANS: u64 = 20;
 /// steady service stopped twice.
 pub const MIN_BURSTS: usize = 2;
 
+/// Traffic that comes in bursts with idle gaps between them ([`Traffic::bursts`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bursts {
+    /// The longest burst remembered: the longest a wait for the next idle gap may take.
+    pub longest: Duration,
+    /// The silence that makes an idle gap: a silence shorter than it may be a gap inside a
+    /// burst.
+    pub idle_gap: Duration,
+}
+
 /// The traffic as a decision sees it.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Traffic<'a> {
@@ -161,14 +171,15 @@ impl Traffic<'_> {
         }
     }
 
-    /// Where the traffic comes in bursts with idle gaps between them, the longest burst
-    /// remembered: the stretch between two idle gaps (each at least `min_gap` and
-    /// [`IDLE_GAP_MEDIANS`] median gaps long), how long a wait for the next idle gap may take.
-    /// `None` for steady traffic, and unless the ring holds [`MIN_BURSTS`] bursts whole whose
-    /// median ends `within` the wait allowed: steady traffic that stops now and then (a
-    /// server paused between a benchmark's turns, a nightly lull) has idle gaps too, a stretch
-    /// of many seconds apart, and waiting for the next of them only lets the pause grow.
-    pub fn longest_burst(&self, min_gap: Duration, within: Duration) -> Option<Duration> {
+    /// Where the traffic comes in bursts with idle gaps between them: the longest burst
+    /// remembered (the stretch between two idle gaps, each at least `min_gap` and
+    /// [`IDLE_GAP_MEDIANS`] median gaps long), how long a wait for the next idle gap may take,
+    /// and that idle gap's length. `None` for steady traffic, and unless the ring holds
+    /// [`MIN_BURSTS`] bursts whole whose median ends `within` the wait allowed: steady traffic
+    /// that stops now and then (a server paused between a benchmark's turns, a nightly lull)
+    /// has idle gaps too, a stretch of many seconds apart, and waiting for the next of them
+    /// only lets the pause grow.
+    pub fn bursts(&self, min_gap: Duration, within: Duration) -> Option<Bursts> {
         let gaps: Vec<u64> = self.arrivals.windows(2).map(|w| w[1] - w[0]).collect();
         if gaps.len() < 8 {
             return None;
@@ -188,8 +199,10 @@ impl Traffic<'_> {
         }
         bursts.sort_unstable();
         let median = bursts[(bursts.len() - 1) / 2];
-        (median <= within.as_nanos() as u64)
-            .then(|| Duration::from_nanos(*bursts.last().expect("MIN_BURSTS > 0")))
+        (median <= within.as_nanos() as u64).then(|| Bursts {
+            longest: Duration::from_nanos(*bursts.last().expect("MIN_BURSTS > 0")),
+            idle_gap: Duration::from_nanos(idle),
+        })
     }
 
     /// The chance that nothing arrives in the next `pause` (and nothing is in flight now): the
@@ -320,7 +333,8 @@ mod tests {
                 arrivals,
                 total: 0,
             }
-            .longest_burst(Duration::from_millis(10), Duration::from_secs(2))
+            .bursts(Duration::from_millis(10), Duration::from_secs(2))
+            .map(|b| b.longest)
         };
         // Poisson arrivals at 150 a second (exponential gaps from a fixed LCG): no idle gap.
         let mut x: u64 = 12345;
@@ -348,6 +362,16 @@ mod tests {
             t += 300 * MS;
         }
         assert_eq!(at(&bursty), Some(Duration::from_millis(149 * 8)));
+        // Past 20 median gaps (160 ms) of silence the burst is over.
+        let idle = Traffic {
+            in_flight: 0,
+            now_ns: t,
+            arrivals: &bursty,
+            total: 0,
+        }
+        .bursts(Duration::from_millis(10), Duration::from_secs(2))
+        .map(|b| b.idle_gap);
+        assert_eq!(idle, Some(Duration::from_millis(160)));
         // Idle gaps shorter than the pause asked about are no windows for it.
         let short = Traffic {
             in_flight: 0,
@@ -356,7 +380,7 @@ mod tests {
             total: 0,
         };
         assert_eq!(
-            short.longest_burst(Duration::from_millis(400), Duration::from_secs(2)),
+            short.bursts(Duration::from_millis(400), Duration::from_secs(2)),
             None
         );
         // One burst alone between two idle gaps: not yet a pattern.

@@ -10,8 +10,9 @@ use neurogc_units::{parse_duration, parse_size};
 
 use super::young::{YoungThreshold, MAX_THRESHOLD};
 use super::{
-    DefaultPolicy, FreezePolicy, GcOffPolicy, GuardConfig, MemoryGuard, MiddleCollections,
-    PeriodicPolicy, Policy, Scheduler, SchedulerConfig, TailCadence, ThresholdPolicy,
+    BurstWindows, DefaultPolicy, FreezePolicy, GcOffPolicy, GuardConfig, MemoryGuard,
+    MiddleCollections, PeriodicPolicy, Policy, Scheduler, SchedulerConfig, TailCadence,
+    ThresholdPolicy,
 };
 
 /// The policies this build knows: the one list that error messages, the command line's help
@@ -20,7 +21,7 @@ use super::{
 pub const KNOWN_POLICIES: &str = "default, threshold:T0[,T1[,T2]], \
      periodic:DURATION[,rss=SIZE][,young=COUNT][,check=DURATION], freeze[:WARMUP], \
      neurogc-seed:MODEL_DIR[,threshold=T], \
-     neurogc[:MODEL_DIR][,warmup=DURATION][,freeze=on|off][,quiet=P][,slack=DURATION][,max_wait=DURATION][,growth=F][,pause=DURATION][,cpu=F][,cadence=2a|cpu][,middle=auto|held][,rss=SIZE][,young=auto|off|N], \
+     neurogc[:MODEL_DIR][,warmup=DURATION][,freeze=on|off][,quiet=P][,slack=DURATION][,max_wait=DURATION][,growth=F][,pause=DURATION][,cpu=F][,cadence=2a|cpu][,middle=auto|held][,bursts=gaps|any][,rss=SIZE][,young=auto|off|N], \
      explore[:MEAN] (the default plus collections at random moments, for collect runs), \
      gc-off (a bound for bounded runs, no guard); \
      periodic, neurogc and neurogc-seed also take stagger=on (a service's workers take turns at \
@@ -458,6 +459,13 @@ fn parse_scheduler(options: &[(&str, &str)]) -> Result<SchedulerConfig, String> 
                     _ => return Err(format!("cadence={value:?} must be 2a or cpu")),
                 }
             }
+            "bursts" => {
+                c.burst_windows = match *value {
+                    "gaps" => BurstWindows::IdleGaps,
+                    "any" => BurstWindows::Any,
+                    _ => return Err(format!("bursts={value:?} must be gaps or any")),
+                };
+            }
             "middle" => {
                 c.middle = match *value {
                     "auto" => MiddleCollections::Automatic,
@@ -482,7 +490,7 @@ fn parse_scheduler(options: &[(&str, &str)]) -> Result<SchedulerConfig, String> 
             }
             other => {
                 return Err(format!(
-                    "unknown option {other:?}; neurogc takes warmup, freeze, quiet, slack, max_wait, growth, pause, cpu, cadence, middle, rss, young"
+                    "unknown option {other:?}; neurogc takes warmup, freeze, quiet, slack, max_wait, growth, pause, cpu, cadence, middle, bursts, rss, young"
                 ))
             }
         }
@@ -599,7 +607,7 @@ mod tests {
         );
         assert!(parse("explore:10ms").is_err() && parse("explore,rss=1G").is_err());
         let PolicySpec::Neurogc { config: c, .. } = parse(
-            "neurogc,warmup=10s,freeze=off,quiet=0.8,slack=5ms,max_wait=500ms,growth=0.2,cpu=0.1,cadence=cpu,middle=held,rss=1G,young=off",
+            "neurogc,warmup=10s,freeze=off,quiet=0.8,slack=5ms,max_wait=500ms,growth=0.2,cpu=0.1,cadence=cpu,middle=held,bursts=any,rss=1G,young=off",
         )
         .unwrap() else {
             panic!()
@@ -614,6 +622,7 @@ mod tests {
         assert_eq!(c.young, YoungThreshold::Off);
         assert_eq!(c.tail_cadence, TailCadence::Budget);
         assert_eq!(c.middle, MiddleCollections::Held);
+        assert_eq!(c.burst_windows, BurstWindows::Any);
         let PolicySpec::Neurogc { config: c, .. } = parse("neurogc,young=50000").unwrap() else {
             panic!()
         };
@@ -626,6 +635,7 @@ mod tests {
             "neurogc,freeze=maybe",
             "neurogc,cadence=often",
             "neurogc,middle=never",
+            "neurogc,bursts=some",
             "neurogc,speed=1",
         ] {
             assert!(parse(bad).is_err(), "{bad}");
