@@ -21,7 +21,7 @@ use super::{
 pub const KNOWN_POLICIES: &str = "default, threshold:T0[,T1[,T2]], \
      periodic:DURATION[,rss=SIZE][,young=COUNT][,check=DURATION], freeze[:WARMUP], \
      neurogc-seed:MODEL_DIR[,threshold=T], \
-     neurogc[:MODEL_DIR][,warmup=DURATION][,freeze=on|off][,quiet=P][,slack=DURATION][,max_wait=DURATION][,growth=F][,pause=DURATION][,cpu=F][,cadence=2a|cpu][,middle=auto|held][,bursts=gaps|any][,rss=SIZE][,young=auto|off|N], \
+     neurogc[:MODEL_DIR][,warmup=DURATION][,freeze=on|off][,quiet=P][,slack=DURATION][,max_wait=DURATION][,growth=F][,pause=DURATION][,cpu=F][,cadence=2a|cpu][,middle=auto|held][,bursts=any|gaps][,rss=SIZE][,young=auto|off|N], \
      explore[:MEAN] (the default plus collections at random moments, for collect runs), \
      gc-off (a bound for bounded runs, no guard); \
      periodic, neurogc and neurogc-seed also take stagger=on (a service's workers take turns at \
@@ -461,9 +461,9 @@ fn parse_scheduler(options: &[(&str, &str)]) -> Result<SchedulerConfig, String> 
             }
             "bursts" => {
                 c.burst_windows = match *value {
-                    "gaps" => BurstWindows::IdleGaps,
                     "any" => BurstWindows::Any,
-                    _ => return Err(format!("bursts={value:?} must be gaps or any")),
+                    "gaps" => BurstWindows::IdleGaps,
+                    _ => return Err(format!("bursts={value:?} must be any or gaps")),
                 };
             }
             "middle" => {
@@ -607,7 +607,7 @@ mod tests {
         );
         assert!(parse("explore:10ms").is_err() && parse("explore,rss=1G").is_err());
         let PolicySpec::Neurogc { config: c, .. } = parse(
-            "neurogc,warmup=10s,freeze=off,quiet=0.8,slack=5ms,max_wait=500ms,growth=0.2,cpu=0.1,cadence=cpu,middle=held,bursts=any,rss=1G,young=off",
+            "neurogc,warmup=10s,freeze=off,quiet=0.8,slack=5ms,max_wait=500ms,growth=0.2,cpu=0.1,cadence=cpu,middle=held,bursts=gaps,rss=1G,young=off",
         )
         .unwrap() else {
             panic!()
@@ -622,7 +622,7 @@ mod tests {
         assert_eq!(c.young, YoungThreshold::Off);
         assert_eq!(c.tail_cadence, TailCadence::Budget);
         assert_eq!(c.middle, MiddleCollections::Held);
-        assert_eq!(c.burst_windows, BurstWindows::Any);
+        assert_eq!(c.burst_windows, BurstWindows::IdleGaps);
         let PolicySpec::Neurogc { config: c, .. } = parse("neurogc,young=50000").unwrap() else {
             panic!()
         };
