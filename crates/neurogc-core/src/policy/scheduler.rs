@@ -169,9 +169,10 @@ pub enum BurstWindows {
     /// and `neurogc-loo`'s, 1 in an idle gap among them), and the requests they met took up to
     /// 12 ms against a median of 4.4. Live, in turns with `any` (15 rounds, bursty alone: the
     /// only workload of the suite whose traffic the scheduler finds bursty), none came inside
-    /// a burst, but the work they had done fell to due collections, which met 29 of the slowest
-    /// 1 % against 14, p99 1.5× (intervals overlapping; bench/suite/option-ab-gaps.md). An
-    /// option, so that the comparison can be run again.
+    /// a burst, but the work they had done fell to due collections, which met 29-30 of the
+    /// slowest 1 % against 14-20: p99 1.5× and 1.34× in two runs, the intervals overlapping
+    /// (bench/suite/option-ab-any.md, run while `gaps` was the default, and
+    /// option-ab-gaps.md). An option, so that the comparison can be run again.
     IdleGaps,
 }
 
