@@ -2729,7 +2729,7 @@ mod tests {
             "{why}"
         );
         // After the burst's last arrival, 20 median gaps (100 ms) of silence make the idle gap:
-        // one tick short of it the burst may go on; at it, a 50 ms pause is quiet.
+        // 1 ms short of it the burst may go on; at it, a 50 ms pause is quiet.
         let last = bursts.len() - 21;
         let after = |ms: u64| {
             obs(
