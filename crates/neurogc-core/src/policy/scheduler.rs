@@ -702,16 +702,15 @@ impl Scheduler {
         )
     }
 
-    /// The chance that a pause of `pause_ms` starting now delays no request by more than
-    /// `slack_ms`: nothing in flight and no arrival in its first `pause_ms - slack_ms`, and,
-    /// where the traffic comes in `burst`s, the burst over (`bursts=gaps`). The model's net
+    /// The chance that a pause of `pause_ms` starting now delays no request by more than the
+    /// slack (`slack_ms(burst)`): nothing in flight and no arrival in the pause less the slack,
+    /// and, where the traffic comes in `burst`s, the burst over (`bursts=gaps`). The model's net
     /// answers where there is one and enough history, else the survival of the recent gaps
     /// ([`crate::traffic`]). The second value says which, or that the burst is not over.
     fn quiet_chance(
         &mut self,
         obs: &Observation,
         pause_ms: f64,
-        slack_ms: f64,
         burst: Option<Bursts>,
     ) -> (f64, &'static str) {
         let Some(t) = obs.traffic else {
@@ -724,7 +723,7 @@ impl Scheduler {
         if self.cfg.burst_windows == BurstWindows::IdleGaps && burst.is_some_and(inside) {
             return (0.0, " (inside a burst)");
         }
-        let window_ms = Self::window_ms(pause_ms, slack_ms);
+        let window_ms = Self::window_ms(pause_ms, self.slack_ms(burst));
         // Nothing to wait for: no arrival can wait longer than the slack (the net was trained on
         // pauses of 2 ms and more, and is not asked).
         if window_ms == 0.0 {
@@ -1236,13 +1235,13 @@ impl Scheduler {
                 return None;
             }
             let burst = self.burst(obs, pause);
-            let slack = self.slack_ms(burst);
-            let (p, by) = self.quiet_chance(obs, pause, slack, burst);
+            let (p, by) = self.quiet_chance(obs, pause, burst);
             if p >= self.cfg.quiet {
                 let plan = Plan::Collect {
                     why: "opportunistic".into(),
                     trigger: Trigger::Quiet,
                 };
+                let slack = self.slack_ms(burst);
                 return Some((plan, Self::quiet_reason(pause, slack, p, by)));
             }
             return None;
@@ -1254,7 +1253,7 @@ impl Scheduler {
         }
         let burst = self.burst(obs, pause);
         let slack = self.slack_ms(burst);
-        let (p, by) = self.quiet_chance(obs, pause, slack, burst);
+        let (p, by) = self.quiet_chance(obs, pause, burst);
         if p >= self.cfg.quiet {
             self.quiet_found.add(1.0);
             self.probing = false;
@@ -2665,8 +2664,8 @@ mod tests {
     /// asks it.
     fn quiet(s: &mut Scheduler, o: &Observation, pause_ms: f64) -> (f64, String) {
         let burst = s.burst(o, pause_ms);
+        let (p, by) = s.quiet_chance(o, pause_ms, burst);
         let slack = s.slack_ms(burst);
-        let (p, by) = s.quiet_chance(o, pause_ms, slack, burst);
         (p, Scheduler::quiet_reason(pause_ms, slack, p, by))
     }
 
