@@ -92,21 +92,26 @@ def test_a_bad_spec_names_the_problem():
 
 
 def test_its_own_cost_stays_under_one_percent_of_a_core(tmp_path):
-    """Decisions every 10-50 ms, without the interpreter: the process, idle, spends next to no
-    CPU (measured between 1 s and 4 s after start, after the freeze)."""
+    """Decisions every 50-200 ms when idle, without the interpreter: the agent's thread spends
+    next to no CPU (its own on-CPU time, measured between 1 s and 5 s after start, after the
+    freeze; bench/agent_overhead.py measures it idle and serving)."""
     script = tmp_path / "idle.py"
     script.write_text(
         textwrap.dedent(
             """
-            import time, neurogc
+            import os, time, neurogc
             keep = [[i] for i in range(200_000)]
             neurogc.start("neurogc,warmup=0.2", interval=1.0)
             def cpu():
-                # Not os.times(): its 10 ms clock ticks are a third of the budget.
-                return time.process_time()
+                # The sampler thread's on-CPU ns (not the process's: not the sleeping caller's).
+                for tid in os.listdir("/proc/self/task"):
+                    with open(f"/proc/self/task/{tid}/comm") as f:
+                        if f.read().strip() == "neurogc-sampler":
+                            with open(f"/proc/self/task/{tid}/schedstat") as s:
+                                return int(s.read().split()[0]) / 1e9
             time.sleep(1.0)
             a = cpu()
-            time.sleep(3.0)
+            time.sleep(4.0)
             print(cpu() - a)
             """
         )
@@ -114,7 +119,7 @@ def test_its_own_cost_stays_under_one_percent_of_a_core(tmp_path):
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr
     used = float(out.stdout.strip())
-    assert used < 0.03, f"{used:.3f} s of CPU in 3 s idle (over 1 % of a core)"
+    assert used < 0.04, f"{used:.3f} s of CPU in 4 s idle (over 1 % of a core)"
 
 
 def within_a_turn(event: dict, start: float, end: float, turn_s: float) -> bool:

@@ -149,6 +149,7 @@ impl NativeAgent {
             policy,
             original,
             last_counters: reader.read(),
+            rss: reader.rss_reader(),
             reader,
             csv,
             gc_events,
@@ -159,6 +160,8 @@ impl NativeAgent {
             last_sample: now,
             actions,
             heap_free: neurogc_core::process::HeapFree::new(Duration::from_millis(200)),
+            requests: Default::default(),
+            arrivals: Vec::new(),
             stops: Default::default(),
         };
         let handle = std::thread::Builder::new()

@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering;
 
 use neurogc_core::policy::{Collector, GcControl, GcError, Intent};
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::PyModule;
 
 use crate::shared::{lock, Applied, Shared};
@@ -20,8 +21,14 @@ fn rendered(e: PyErr) -> GcError {
 
 impl<'py, 'a> PyGc<'py, 'a> {
     pub fn new(py: Python<'py>, shared: &'a Shared) -> Result<Self, GcError> {
+        // Imported once: an import of a loaded module still costs a lookup and a spec check, at
+        // every tick the scheduler acts on.
+        static GC: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+        let gc = GC
+            .get_or_try_init(py, || py.import("gc").map(Bound::unbind))
+            .map_err(rendered)?;
         Ok(PyGc {
-            gc: py.import("gc").map_err(rendered)?,
+            gc: gc.bind(py).clone(),
             shared,
         })
     }

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use neurogc_core::csv_sink::CsvSink;
 use neurogc_core::gcstats::GcWindow;
+use neurogc_core::latency::RequestWindow;
 use neurogc_core::policy::{Action, GcControl, Observation, Policy};
 use neurogc_core::process::{ProcessCounters, ProcessReader};
 use neurogc_core::sample::Sample;
@@ -49,6 +50,12 @@ pub struct Sampler {
     pub actions: Vec<Action>,
     /// What the allocator holds free, read at most every few hundred ms.
     pub heap_free: neurogc_core::process::HeapFree,
+    /// The arrivals' buffer, reused from tick to tick.
+    pub arrivals: Vec<u64>,
+    /// RSS at the ticks between samples.
+    pub rss: neurogc_core::process::RssReader,
+    /// The last interval's requests (its histogram's memory is reused for every interval).
+    pub requests: RequestWindow,
     /// When the process was stopped, as the ticks found it: the arrivals are closed over them.
     pub stops: Stops,
 }
@@ -159,35 +166,55 @@ impl Sampler {
     /// decisions). The policy is asked first without the interpreter; it is attached to only
     /// when the policy is ready to act.
     fn policy_tick(&mut self) -> Result<Interpreter, String> {
-        let rss = neurogc_core::process::read_rss_bytes(&self.reader.proc_dir(std::process::id()));
+        let rss = self.rss.read();
+        let heap_free = self.heap_free();
         let arrivals = self.arrivals();
         let detached = Observation {
             elapsed: self.started.elapsed(),
             rss_bytes: rss,
-            heap_free_bytes: self.heap_free.read(),
+            heap_free_bytes: heap_free,
             traffic: self.traffic(&arrivals),
             collections: Some(self.shared.collections()),
             ..Observation::default()
         };
-        if !self.policy.ready(&detached) {
-            return Ok(Interpreter::Alive);
-        }
-        let attached = Python::try_attach(|py| self.decide(py, detached));
+        let attached = if self.policy.ready(&detached) {
+            Python::try_attach(|py| self.decide(py, detached))
+        } else {
+            Some(Ok(()))
+        };
+        self.arrivals = arrivals;
         match attached {
             None => Ok(Interpreter::Gone),
             Some(r) => r.map(|_| Interpreter::Alive),
         }
     }
 
-    /// Recent arrivals, closed over the stops (empty where no middleware feeds requests).
-    fn arrivals(&self) -> Vec<u64> {
-        if self.shared.serves_requests.load(Ordering::Relaxed) {
-            let mut arrivals = self.shared.arrivals.snapshot();
-            self.stops.close_over(&mut arrivals);
-            arrivals
-        } else {
-            Vec::new()
+    /// What the allocator holds free; says once when reading it stopped (see [`HeapFree`]).
+    ///
+    /// [`HeapFree`]: neurogc_core::process::HeapFree
+    fn heap_free(&mut self) -> Option<u64> {
+        let value = self.heap_free.read();
+        if let Some(ms) = self.heap_free.stopped() {
+            logging::warn_detached(&format!(
+                "reading the allocator's free memory (mallinfo2) took {ms:.1} ms of CPU, with \
+                 malloc locked for every thread (it walks each free chunk of a fragmented heap): \
+                 no longer read; the scheduler goes on with the last value, {} MiB",
+                value.unwrap_or(0) >> 20
+            ));
         }
+        value
+    }
+
+    /// Recent arrivals, closed over the stops (empty where no middleware feeds requests), in the
+    /// buffer of the last tick's (give it back with `self.arrivals = ...`).
+    fn arrivals(&mut self) -> Vec<u64> {
+        let mut arrivals = std::mem::take(&mut self.arrivals);
+        arrivals.clear();
+        if self.shared.serves_requests.load(Ordering::Relaxed) {
+            self.shared.arrivals.snapshot_into(&mut arrivals);
+            self.stops.close_over(&mut arrivals);
+        }
+        arrivals
     }
 
     /// The traffic now, where a middleware counts it.
@@ -298,7 +325,10 @@ impl Sampler {
     fn close_interval(&mut self, counters: ProcessCounters, last: bool) -> (Sample, GcWindow) {
         let now = Instant::now();
         let elapsed = (now - self.last_sample).as_secs_f64().max(1e-9);
-        let requests = self.shared.take_request_window();
+        // Last interval's window, emptied, is where this one's requests are swapped in.
+        self.requests.clear();
+        self.shared.swap_request_window(&mut self.requests);
+        let requests = &self.requests;
         let gc_window = self.shared.take_gc_window(last);
         let rates = self.reader.rates(&self.last_counters, &counters, elapsed);
         let latency = requests.summary();
@@ -353,17 +383,20 @@ impl Sampler {
         sample.gc_count = gc.count()?;
         sample.gc_enabled = gc.is_enabled()?;
         if !last {
+            let heap_free = self.heap_free();
             let arrivals = self.arrivals();
             let obs = Observation {
                 elapsed: self.started.elapsed(),
                 rss_bytes: sample.rss_bytes,
-                heap_free_bytes: self.heap_free.read(),
+                heap_free_bytes: heap_free,
                 gc_count: sample.gc_count,
                 collections: Some(self.shared.collections()),
                 sample: Some(sample),
                 traffic: self.traffic(&arrivals),
             };
-            self.act(&mut gc, &obs)?;
+            let acted = self.act(&mut gc, &obs);
+            self.arrivals = arrivals;
+            acted?;
         }
         if let Some(decision) = self.policy.last_decision() {
             sample.model_output = Some(decision.output);

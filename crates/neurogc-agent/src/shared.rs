@@ -317,7 +317,9 @@ impl Shared {
         std::mem::take(&mut gc.window)
     }
 
-    pub fn take_request_window(&self) -> RequestWindow {
-        std::mem::take(&mut lock(&self.requests).window)
+    /// Swaps the interval's requests into `window`, which must come in empty: the request path
+    /// waits on the lock for a swap, never for an allocation.
+    pub fn swap_request_window(&self, window: &mut RequestWindow) {
+        std::mem::swap(&mut lock(&self.requests).window, window);
     }
 }

@@ -11,7 +11,8 @@ const MAX_TRACKED_US: u64 = 3_600_000_000;
 /// Requests finished in one interval.
 #[derive(Clone, Debug)]
 pub struct RequestWindow {
-    histogram: Histogram<u64>,
+    /// Counts of one interval fit in 32 bits (saturating past them); half the memory of 64.
+    histogram: Histogram<u32>,
     pub requests: u64,
     pub errors: u64,
     pub bytes_in: u64,
@@ -51,6 +52,21 @@ impl RequestWindow {
             gc_overlap: 0,
             gc2_overlap: 0,
         }
+    }
+
+    /// Empties the window for reuse, keeping its histogram's memory. An empty histogram is left
+    /// alone: zeroing its 94 KB took 0.5-1 ms after the sampler's second of sleep here (a
+    /// new one each interval took as long to allocate), most of an idle agent's CPU.
+    pub fn clear(&mut self) {
+        if !self.histogram.is_empty() {
+            self.histogram.reset();
+        }
+        self.requests = 0;
+        self.errors = 0;
+        self.bytes_in = 0;
+        self.bytes_out = 0;
+        self.gc_overlap = 0;
+        self.gc2_overlap = 0;
     }
 
     /// Records one finished request.
@@ -118,6 +134,34 @@ mod tests {
         assert_eq!(w.bytes_in, 10_000);
         assert_eq!(w.bytes_out, 20_000);
         assert_eq!((w.gc_overlap, w.gc2_overlap), (100, 50));
+    }
+
+    #[test]
+    fn a_cleared_window_counts_from_zero() {
+        let mut w = RequestWindow::new();
+        w.record(
+            900_000_000,
+            1,
+            2,
+            true,
+            GcOverlap {
+                any: true,
+                full: true,
+            },
+        );
+        w.clear();
+        assert_eq!(w.summary(), LatencySummary::default());
+        assert_eq!(
+            (w.requests, w.errors, w.bytes_in, w.gc_overlap),
+            (0, 0, 0, 0)
+        );
+        w.record(3_000_000, 0, 0, false, GcOverlap::default());
+        let s = w.summary();
+        assert_eq!(s.count, 1, "{s:?}");
+        assert!((s.max.unwrap() - 3.0).abs() <= 0.003, "{s:?}");
+        w.clear();
+        w.clear(); // empty: nothing to zero
+        assert_eq!(w.summary(), LatencySummary::default());
     }
 
     #[test]

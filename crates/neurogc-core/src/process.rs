@@ -67,6 +67,11 @@ impl ProcessReader {
         self.read_pid(std::process::id())
     }
 
+    /// A reader of this process's RSS alone, under the same root, for frequent reads.
+    pub fn rss_reader(&self) -> RssReader {
+        RssReader::new(self.proc_root.clone())
+    }
+
     /// `/proc/<pid>` (under the configured root).
     pub fn proc_dir(&self, pid: u32) -> PathBuf {
         self.proc_root.join(pid.to_string())
@@ -118,15 +123,52 @@ impl ProcessReader {
 /// VmRSS from `<dir>/status`. The policies read it every 10-50 ms: `statm` is one short line,
 /// while `status` makes the kernel format some fifty.
 pub fn read_rss_bytes(dir: &Path) -> Option<u64> {
-    let from_statm = fs::read_to_string(dir.join("statm")).ok().and_then(|t| {
-        let pages: u64 = t.split_whitespace().nth(1)?.parse().ok()?;
-        Some(pages * page_size())
-    });
+    let from_statm = fs::read_to_string(dir.join("statm"))
+        .ok()
+        .and_then(|t| parse_statm_rss(&t));
     from_statm.or_else(|| {
         fs::read_to_string(dir.join("status"))
             .ok()
             .and_then(|t| parse_kib_field(&t, "VmRSS:"))
     })
+}
+
+/// This process's RSS, read again and again from one open `statm` (a read at offset 0 makes the
+/// kernel write it afresh). The scheduler asks at every tick, 20-100 times a second; opening the
+/// file each time was most of an idle agent's CPU. Reopened after a fork (the pid changes).
+#[derive(Debug)]
+pub struct RssReader {
+    proc_root: PathBuf,
+    open: Option<(u32, fs::File)>,
+}
+
+impl RssReader {
+    pub fn new(proc_root: impl Into<PathBuf>) -> Self {
+        RssReader {
+            proc_root: proc_root.into(),
+            open: None,
+        }
+    }
+
+    pub fn read(&mut self) -> Option<u64> {
+        use std::os::unix::fs::FileExt;
+        let pid = std::process::id();
+        let dir = || self.proc_root.join(pid.to_string());
+        if self.open.as_ref().is_none_or(|(opened, _)| *opened != pid) {
+            self.open = fs::File::open(dir().join("statm")).ok().map(|f| (pid, f));
+        }
+        let mut buf = [0u8; 128];
+        let from_statm = self.open.as_ref().and_then(|(_, statm)| {
+            let n = statm.read_at(&mut buf, 0).ok()?;
+            parse_statm_rss(std::str::from_utf8(&buf[..n]).ok()?)
+        });
+        from_statm.or_else(|| read_rss_bytes(&dir()))
+    }
+}
+
+fn parse_statm_rss(statm: &str) -> Option<u64> {
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * page_size())
 }
 
 /// Bytes the C allocator holds free (glibc's `mallinfo2().fordblks`): memory a collection gave
@@ -162,27 +204,73 @@ pub fn malloc_free_bytes() -> Option<u64> {
     f.map(|f| unsafe { f() }.fordblks as u64)
 }
 
-/// [`malloc_free_bytes`], read at most every `every` (the value in between is the last read).
+/// [`malloc_free_bytes`], read at most every `every`, and at a cost kept small. mallinfo2 walks
+/// every free chunk with the allocator's lock held, stalling every thread's malloc meanwhile: up
+/// to 2.9 ms of CPU a call on the suite's servers (`large-heap`, `growing-cache`, `orm`), 29-43 ms
+/// on a heap with 150,000 free chunks of about 1 KB. So the next read waits
+/// [`HeapFree::COST_FACTOR`] times the last one's CPU time (at most 0.25 % of the time with malloc
+/// locked), and a call over [`HeapFree::TOO_SLOW`] is the last: a stall that long is the kind the
+/// scheduler exists to keep out of requests. In between, and after the last, the value is the
+/// last one read (the scheduler's baselines were taken with it: RSS alone would jump).
 #[derive(Debug)]
 pub struct HeapFree {
     every: std::time::Duration,
-    last: Option<(std::time::Instant, Option<u64>)>,
+    too_slow_ms: f64,
+    /// When the last read was, what it found, and how long until the next.
+    last: Option<(std::time::Instant, Option<u64>, std::time::Duration)>,
+    /// The CPU time of the call that was too slow, and whether it was told (see [`Self::stopped`]).
+    stopped: Option<(f64, bool)>,
 }
 
 impl HeapFree {
+    /// A call longer than this (CPU time) stops the reading.
+    pub const TOO_SLOW: std::time::Duration = std::time::Duration::from_millis(10);
+    /// The wait after a read, in multiples of its CPU time.
+    pub const COST_FACTOR: u32 = 400;
+
     pub fn new(every: std::time::Duration) -> Self {
-        HeapFree { every, last: None }
+        HeapFree {
+            every,
+            too_slow_ms: Self::TOO_SLOW.as_secs_f64() * 1e3,
+            last: None,
+            stopped: None,
+        }
     }
 
     pub fn read(&mut self) -> Option<u64> {
         let now = std::time::Instant::now();
         match self.last {
-            Some((at, value)) if now.duration_since(at) < self.every => value,
+            Some((_, value, _)) if self.stopped.is_some() => value,
+            Some((at, value, wait)) if now.duration_since(at) < wait => value,
             _ => {
+                let cpu = thread_cpu_ms();
                 let value = malloc_free_bytes();
-                self.last = Some((now, value));
+                let took = (thread_cpu_ms() - cpu).max(0.0);
+                if took > self.too_slow_ms {
+                    self.stopped = Some((took, false));
+                }
+                let wait = self
+                    .every
+                    .max(std::time::Duration::from_secs_f64(took / 1e3) * Self::COST_FACTOR);
+                self.last = Some((now, value, wait));
                 value
             }
+        }
+    }
+
+    /// How long the next read waits after the last (None before the first).
+    pub fn wait(&self) -> Option<std::time::Duration> {
+        self.last.map(|(_, _, wait)| wait)
+    }
+
+    /// Once, after the reading stopped: how long (ms of CPU) the call that stopped it took.
+    pub fn stopped(&mut self) -> Option<f64> {
+        match &mut self.stopped {
+            Some((took, told @ false)) => {
+                *told = true;
+                Some(*took)
+            }
+            _ => None,
         }
     }
 }
@@ -323,8 +411,77 @@ mod tests {
         fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// The allocator is the process's: its tests run one at a time (one's fragmented heap makes
+    /// another's reads slow, and its frees move another's free bytes).
+    static ALLOCATOR: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    #[test]
+    fn free_heap_memory_is_read_less_often_as_reads_cost_more() {
+        let _alone = ALLOCATOR.lock().unwrap_or_else(|e| e.into_inner());
+        let mut reads = HeapFree::new(std::time::Duration::from_millis(200));
+        assert_eq!(reads.wait(), None);
+        if reads.read().is_none() {
+            return; // not glibc 2.33+
+        }
+        // A fragmented heap: many free chunks for mallinfo2 to walk.
+        let blocks: Vec<Vec<u8>> = (0..200_000).map(|i| vec![1u8; 600 + i % 64]).collect();
+        let kept: Vec<_> = blocks.into_iter().step_by(2).collect();
+        let mut fragmented = HeapFree::new(std::time::Duration::from_millis(200));
+        let cpu = thread_cpu_ms();
+        fragmented.read();
+        let took = thread_cpu_ms() - cpu;
+        let wait = fragmented.wait().unwrap().as_secs_f64() * 1e3;
+        eprintln!(
+            "a read of 100,000 free chunks: {took:.2} ms of CPU, the next {wait:.0} ms later"
+        );
+        assert!(
+            wait > 200.0 && wait >= took * 0.9 * f64::from(HeapFree::COST_FACTOR),
+            "{wait} ms after a read of {took} ms"
+        );
+        drop(kept);
+    }
+
+    #[test]
+    fn free_heap_memory_is_read_no_more_once_a_read_was_too_slow() {
+        let _alone = ALLOCATOR.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(_) = malloc_free_bytes() else {
+            return; // not glibc 2.33+
+        };
+        // Any call is too slow for a limit of nothing: the first read is the last.
+        let mut slow = HeapFree {
+            too_slow_ms: 0.0,
+            ..HeapFree::new(std::time::Duration::ZERO)
+        };
+        let first = slow.read();
+        let blocks: Vec<Vec<u8>> = (0..20_000).map(|i| vec![1u8; 900 + i % 64]).collect();
+        let freed: Vec<_> = blocks.into_iter().step_by(2).collect();
+        assert!(
+            malloc_free_bytes() != first,
+            "the allocator's free memory changed"
+        );
+        assert_eq!(slow.read(), first, "the last value read, not a new call");
+        assert!(slow.stopped().is_some_and(|ms| ms >= 0.0));
+        assert_eq!(slow.stopped(), None, "told once");
+        drop(freed);
+    }
+
+    #[test]
+    fn an_open_statm_reads_the_rss_of_now() {
+        let mut reader = RssReader::new("/proc");
+        let before = reader.read().unwrap();
+        // 64 MiB touched: the same open file sees the pages arrive.
+        let block = vec![1u8; 64 << 20];
+        let after = reader.read().unwrap();
+        assert!(after >= before + (60 << 20), "{before} then {after}");
+        assert_eq!(std::hint::black_box(block).len(), 64 << 20);
+        // Where there is no statm, nothing is made up.
+        let mut nowhere = RssReader::new(std::env::temp_dir().join("neurogc-no-proc"));
+        assert_eq!(nowhere.read(), None);
+    }
+
     #[test]
     fn free_heap_memory_is_what_freed_blocks_left_with_the_allocator() {
+        let _alone = ALLOCATOR.lock().unwrap_or_else(|e| e.into_inner());
         let Some(before) = malloc_free_bytes() else {
             return; // not glibc 2.33+
         };

@@ -43,22 +43,24 @@ impl ArrivalRing {
         self.next.load(Ordering::Relaxed)
     }
 
-    /// The remembered arrival times, oldest first (a concurrent write may leave one slot out of
-    /// order: it is dropped).
-    pub fn snapshot(&self) -> Vec<u64> {
+    /// The remembered arrival times, oldest first, into `out` (a concurrent write may leave one
+    /// slot out of order: it is dropped). `out` is reused: the scheduler asks up to 100 times a
+    /// second.
+    pub fn snapshot_into(&self, out: &mut Vec<u64>) {
         let n = self.next.load(Ordering::Relaxed);
         let start = n.saturating_sub(RING as u64);
-        let mut out: Vec<u64> = (start..n)
-            .map(|i| self.times[(i % RING as u64) as usize].load(Ordering::Relaxed))
-            .filter(|&t| t > 0)
-            .collect();
+        out.clear();
+        out.extend(
+            (start..n)
+                .map(|i| self.times[(i % RING as u64) as usize].load(Ordering::Relaxed))
+                .filter(|&t| t > 0),
+        );
         let mut last = 0;
         out.retain(|&t| {
             let keep = t >= last;
             last = last.max(t);
             keep
         });
-        out
     }
 }
 
@@ -254,7 +256,8 @@ mod tests {
         for i in 1..=(RING as u64 + 10) {
             r.record(i * MS);
         }
-        let s = r.snapshot();
+        let mut s = vec![7; 3];
+        r.snapshot_into(&mut s);
         assert_eq!(s.len(), RING);
         assert_eq!(*s.first().unwrap(), 11 * MS);
         assert_eq!(*s.last().unwrap(), (RING as u64 + 10) * MS);

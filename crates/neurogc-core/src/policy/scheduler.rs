@@ -249,6 +249,14 @@ struct GuardTurn {
     whole_heap: bool,
 }
 
+/// What moves in a process that is doing something: an idle one moves none of it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Moving {
+    rss: Option<u64>,
+    collections: Option<[u64; 3]>,
+    arrivals: Option<u64>,
+}
+
 /// The policy.
 pub struct Scheduler {
     spec: String,
@@ -305,6 +313,10 @@ pub struct Scheduler {
     early_refuted: bool,
     /// When the policy was last asked (ticks are counted from it).
     asked: Duration,
+    /// What the last ask saw move (RSS, collections, arrivals), and how many asks in a row saw
+    /// none of it move: an idle process is asked less often ([`Scheduler::next_tick`]).
+    last_seen: Option<Moving>,
+    still: u32,
     /// The guard's last collection.
     guard_fired: Option<GuardTurn>,
     /// How often a needed collection found its quiet window before the wait ran out (1) or
@@ -574,6 +586,8 @@ impl Scheduler {
             floor_since_freeze: None,
             early_refuted: false,
             asked: Duration::ZERO,
+            last_seen: None,
+            still: 0,
             guard_fired: None,
             quiet_found: Estimate { value: Some(0.5) },
             not_waited: 0,
@@ -1753,6 +1767,17 @@ impl Policy for Scheduler {
 
     fn ready(&mut self, obs: &Observation) -> bool {
         self.asked = obs.elapsed;
+        let seen = Moving {
+            rss: obs.rss_bytes,
+            collections: obs.collections,
+            arrivals: obs.traffic.map(|t| t.total),
+        };
+        self.still = if self.last_seen == Some(seen) {
+            self.still.saturating_add(1)
+        } else {
+            0
+        };
+        self.last_seen = Some(seen);
         if !self.observing
             && self.full == FullCollections::Warming
             && obs.elapsed >= self.cfg.warmup
@@ -1776,12 +1801,15 @@ impl Policy for Scheduler {
         }
         // Fast while a need waits for its quiet window, or while a free one may come (work was
         // done since the last collection, and a middleware reports the traffic). Otherwise 50 ms
-        // is soon enough for the guard and the cadence. (Ticks are times since the agent started,
-        // counted from the last time it was asked.)
+        // is soon enough for the guard and the cadence; and where nothing moved (no memory, no
+        // collection, no request) since the last look, twice then four times that: an idle
+        // process's ticks were most of its agent's CPU, and the guard has nothing to bound
+        // until something moves. (Ticks are times since the agent started, counted from the
+        // last time it was asked.)
         let gap = if self.needed_since.is_some() || self.quiet_worth_watching {
             Duration::from_millis(10)
         } else {
-            Duration::from_millis(50)
+            Duration::from_millis(50) * (1 << self.still.min(2))
         };
         Some(self.asked + gap)
     }
@@ -3306,5 +3334,24 @@ mod tests {
         let arrivals = steady_arrivals();
         assert!(!s.ready(&obs(7.6, 100, Some(busy(&arrivals)))));
         assert_eq!(s.next_tick(), Some(Duration::from_millis(7610)));
+    }
+
+    #[test]
+    fn an_idle_process_is_asked_less_often_until_something_moves() {
+        let (mut s, mut gc) = started(SchedulerConfig::default());
+        s.ready(&obs(7.5, 100, None));
+        s.tick(&mut gc, &obs(7.5, 100, None)).unwrap();
+        assert!(s.frozen);
+        let gaps: Vec<u128> = [7.55, 7.65]
+            .iter()
+            .map(|&at| {
+                s.ready(&obs(at, 100, None));
+                (s.next_tick().unwrap() - Duration::from_secs_f64(at)).as_millis()
+            })
+            .collect();
+        assert_eq!(gaps, [100, 200], "nothing moved since the look at 7.5 s");
+        // Memory moved: asked every 50 ms again.
+        s.ready(&obs(7.7, 101, None));
+        assert_eq!(s.next_tick(), Some(Duration::from_millis(7750)));
     }
 }
