@@ -4,8 +4,9 @@
    so the middleware's cost is not hidden in socket time).
 2. CPU the sampler thread uses at 1 s and 10 ms intervals (its own thread's on-CPU time, from
    /proc/self/task/<tid>/schedstat, in nanoseconds), with and without the CSV sink; and under
-   the scheduler (`neurogc`, asked every 10-50 ms between samples), idle on a 200,000-object
-   heap and serving a request every 3 ms through the ASGI middleware.
+   the scheduler (`neurogc`, asked every 10-200 ms between samples), idle on a 200,000-object
+   heap, serving a request every 3 ms through the ASGI middleware, and idle on a fragmented
+   C heap (150,000 free chunks of about 1 KB, which glibc's mallinfo2 walks with malloc locked).
 3. Time the gc callback adds per collection (a loop that triggers many gen0 collections).
 
 Usage: python bench/agent_overhead.py [--rounds 5] [--out bench/results/agent_overhead.md]
@@ -182,11 +183,43 @@ def _serve_for(agent, seconds: float, every: float) -> None:
     loop.close()
 
 
+def _mallinfo2_cpu_ms() -> float | None:
+    """The CPU time of one glibc mallinfo2() call on this process's heap, ms."""
+    import ctypes
+
+    class Mallinfo2(ctypes.Structure):  # ten size_t fields, returned by value
+        _fields_ = [(f"f{i}", ctypes.c_size_t) for i in range(10)]
+
+    try:
+        mallinfo2 = ctypes.CDLL(None).mallinfo2
+    except AttributeError:
+        return None  # glibc before 2.33, or not glibc
+    mallinfo2.restype = Mallinfo2
+    t = time.thread_time()
+    mallinfo2()
+    return (time.thread_time() - t) * 1e3
+
+
+def _heap(kind: str) -> list:
+    """A heap for the scheduler to freeze, as a service has; `fragmented`: 150,000 free chunks
+    of about 1 KB between live ones (bytes objects over 512 bytes come from malloc)."""
+    if kind == "fragmented":
+        blocks = [bytes(1000 + (i % 50) * 8) for i in range(300_000)]
+        del blocks[::2]
+        return blocks
+    return [[i] for i in range(200_000)] if kind == "lists" else []
+
+
 def bench_sampler(
-    interval: float, seconds: float, with_csv: bool, policy: str = "default", serve: bool = False
+    interval: float,
+    seconds: float,
+    with_csv: bool,
+    policy: str = "default",
+    serve: bool = False,
+    heap_kind: str = "none",
 ) -> dict:
-    # The scheduler's rows keep a heap for it to freeze (and mallinfo to walk), as a service has.
-    heap = [[i] for i in range(200_000)] if policy != "default" else []
+    heap = _heap(heap_kind)
+    mallinfo_ms = _mallinfo2_cpu_ms()
     with tempfile.TemporaryDirectory() as d:
         agent = neurogc.start(
             policy,
@@ -208,6 +241,8 @@ def bench_sampler(
         "csv": with_csv,
         "policy": policy,
         "serve": serve,
+        "heap": heap_kind,
+        "mallinfo_ms": mallinfo_ms,
         "cpu_pct": (cpu1 - cpu0) / 1e9 / (wall1 - wall0) * 100,
         "us_per_sample": (cpu1 - cpu0) / 1e3 / max(samples, 1),
         "samples": samples,
@@ -289,8 +324,9 @@ def main() -> int:
         bench_sampler(1.0, args.seconds_1s, True),
         bench_sampler(0.01, args.seconds_10ms, False),
         bench_sampler(0.01, args.seconds_10ms, True),
-        bench_sampler(1.0, args.seconds_1s, False, SCHEDULER),
-        bench_sampler(1.0, args.seconds_1s, False, SCHEDULER, serve=True),
+        bench_sampler(1.0, args.seconds_1s, False, SCHEDULER, heap_kind="lists"),
+        bench_sampler(1.0, args.seconds_1s, False, SCHEDULER, serve=True, heap_kind="lists"),
+        bench_sampler(1.0, args.seconds_1s, False, SCHEDULER, heap_kind="fragmented"),
     ]
     callback = bench_callback(args.rounds, 2_000_000)
     load_after = _loadavg()
@@ -336,9 +372,9 @@ def main() -> int:
         "",
         "## Sampler CPU (the sampler thread's own on-CPU time, /proc/self/task/<tid>/schedstat)",
         "",
-        "| policy | interval | CSV sink | the process | samples | CPU per sample "
-        "| CPU, % of one core | floor |",
-        "|---|---|---|---|---|---|---|---|",
+        "| policy | interval | CSV sink | the process | its heap (one mallinfo2 call) | samples "
+        "| CPU per sample | CPU, % of one core | floor |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for s in sampler:
         if s["policy"] == SCHEDULER:
@@ -346,16 +382,22 @@ def main() -> int:
         else:
             floor = FLOORS["cpu_1s_pct"] if s["interval"] == 1.0 else FLOORS["cpu_10ms_pct"]
         process = "a request every 3 ms" if s["serve"] else "idle"
+        heap = {"none": "—", "lists": "200,000 lists", "fragmented": "fragmented"}[s["heap"]]
+        if s["mallinfo_ms"] is not None:
+            heap += f" ({s['mallinfo_ms']:.2f} ms)"
         lines.append(
             f"| `{s['policy']}` | {s['interval'] * 1000:g} ms | {'yes' if s['csv'] else 'no'} "
-            f"| {process} | {s['samples']} | {s['us_per_sample']:.0f} µs "
+            f"| {process} | {heap} | {s['samples']} | {s['us_per_sample']:.0f} µs "
             f"| **{s['cpu_pct']:.3f} %** | < {floor:g} % |"
         )
     lines += [
         "",
         f"`{SCHEDULER}` is asked between samples (every 50 ms, every 10 ms while a collection "
-        "waits for a quiet moment); its CPU per sample includes those ticks. Its rows hold a "
-        "heap of 200,000 small lists.",
+        "may come in a quiet moment, 100-200 ms while nothing moves); its CPU per sample "
+        "includes those ticks. On the fragmented heap each read of the allocator's free memory "
+        "(mallinfo2, one call's CPU time in the heap column) holds malloc's lock that long: the "
+        "agent waits 400 times a read's cost before the next, and reads no more after one over "
+        "10 ms.",
     ]
     lines += [
         "",
