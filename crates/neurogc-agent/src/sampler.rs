@@ -48,7 +48,7 @@ pub struct Sampler {
     pub last_counters: ProcessCounters,
     /// Actions taken since the last sample.
     pub actions: Vec<Action>,
-    /// What the allocator holds free, read at most every few hundred ms.
+    /// What the allocator holds free, read at most every 200 ms and less often where a read costs.
     pub heap_free: neurogc_core::process::HeapFree,
     /// The arrivals' buffer, reused from tick to tick.
     pub arrivals: Vec<u64>,
@@ -194,7 +194,7 @@ impl Sampler {
     /// [`HeapFree`]: neurogc_core::process::HeapFree
     fn heap_free(&mut self) -> Option<u64> {
         let value = self.heap_free.read();
-        if let Some(ms) = self.heap_free.stopped() {
+        if let Some(ms) = self.heap_free.take_stopped() {
             logging::warn_detached(&format!(
                 "reading the allocator's free memory (mallinfo2) took {ms:.1} ms of CPU, with \
                  malloc locked for every thread (it walks each free chunk of a fragmented heap): \

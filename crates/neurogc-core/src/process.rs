@@ -205,9 +205,8 @@ pub fn malloc_free_bytes() -> Option<u64> {
 }
 
 /// [`malloc_free_bytes`], read at most every `every`, and at a cost kept small. mallinfo2 walks
-/// every free chunk with the allocator's lock held, stalling every thread's malloc meanwhile: up
-/// to 2.9 ms of CPU a call on the suite's servers (`large-heap`, `growing-cache`, `orm`), 29-43 ms
-/// on a heap with 150,000 free chunks of about 1 KB. So the next read waits
+/// every free chunk with the allocator's lock held, stalling every thread's malloc meanwhile: 30 ms
+/// of CPU a call on a heap with 150,000 free chunks of about 1 KB (`make bench`). So the next read waits
 /// [`HeapFree::COST_FACTOR`] times the last one's CPU time (at most 0.25 % of the time with malloc
 /// locked), and a call over [`HeapFree::TOO_SLOW`] is the last: a stall that long is the kind the
 /// scheduler exists to keep out of requests. In between, and after the last, the value is the
@@ -218,7 +217,7 @@ pub struct HeapFree {
     too_slow_ms: f64,
     /// When the last read was, what it found, and how long until the next.
     last: Option<(std::time::Instant, Option<u64>, std::time::Duration)>,
-    /// The CPU time of the call that was too slow, and whether it was told (see [`Self::stopped`]).
+    /// The CPU time of the call that was too slow, and whether it was told (see [`Self::take_stopped`]).
     stopped: Option<(f64, bool)>,
 }
 
@@ -264,7 +263,7 @@ impl HeapFree {
     }
 
     /// Once, after the reading stopped: how long (ms of CPU) the call that stopped it took.
-    pub fn stopped(&mut self) -> Option<f64> {
+    pub fn take_stopped(&mut self) -> Option<f64> {
         match &mut self.stopped {
             Some((took, told @ false)) => {
                 *told = true;
@@ -460,8 +459,8 @@ mod tests {
             "the allocator's free memory changed"
         );
         assert_eq!(slow.read(), first, "the last value read, not a new call");
-        assert!(slow.stopped().is_some_and(|ms| ms >= 0.0));
-        assert_eq!(slow.stopped(), None, "told once");
+        assert!(slow.take_stopped().is_some_and(|ms| ms >= 0.0));
+        assert_eq!(slow.take_stopped(), None, "told once");
         drop(freed);
     }
 
