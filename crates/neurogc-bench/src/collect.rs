@@ -103,6 +103,7 @@ pub fn execute(
         pin: !args.no_pin,
         mode: Mode::Sequential,
         alternate: None,
+        shuffle: None,
         repeat: 1,
         warmup: args.warmup,
         duration: args.run_time,

@@ -13,6 +13,7 @@ use neurogc_record::{
     files, AutoRate, LoadInfo, Mode, Pinning, RateSource, RunDir, RunInfo, RunKind, RunStatus,
     Trial, TrialStatus,
 };
+use neurogc_rng::Rng;
 use neurogc_units::unix_now;
 
 use crate::app::{free_port, log_tail, App, Launch, Server};
@@ -103,6 +104,8 @@ pub struct Session {
     pub placement: Placement,
     /// `--mode turns`: servers warmed up alone and stopped outside their turns.
     pub stop_idle: bool,
+    /// `--shuffle`: the seed of the order servers run together start and take turns in.
+    pub shuffle: Option<u64>,
     pub dashboard: Dashboard,
     /// The whole run's time left, shown on the progress line (the command plans it).
     pub eta: Eta,
@@ -130,6 +133,8 @@ pub struct RunSpec<'a> {
     /// Servers run together take turns under the load, slices this long (`--mode alternating`
     /// and `turns`).
     pub alternate: Option<Duration>,
+    /// Servers run together start and take turns in an order shuffled from this seed.
+    pub shuffle: Option<u64>,
     pub repeat: u32,
     pub warmup: Duration,
     pub duration: Duration,
@@ -190,6 +195,7 @@ impl Session {
                 load_cpus: placement.load.clone(),
             }),
             system: system::read(python),
+            shuffle: spec.shuffle,
             ..RunInfo::new(spec.kind, name, app.describe(), policies)
         };
         // What the load requests: --tasks, else the --path list, else a bundled workload's own
@@ -256,6 +262,7 @@ impl Session {
             },
             placement,
             stop_idle: spec.mode == Mode::Turns,
+            shuffle: spec.shuffle,
             dashboard,
             eta: Eta::default(),
             max_error_rate: spec.load.max_error_rate,
@@ -470,7 +477,9 @@ impl Session {
         // Taking turns with idle servers stopped: each server is started and warmed up alone,
         // then stopped until its first turn, so every warm-up sees its own traffic only.
         let warm_alone = self.stop_idle && policies.len() > 1;
-        for (p, r) in policies.iter().zip(running.iter_mut()) {
+        let order = server_order(policies.len(), repetition, self.shuffle);
+        for &i in &order {
+            let (p, r) = (policies[i], &mut running[i]);
             self.start_trial_server(p, r, placement)?;
             if warm_alone {
                 let url = r.server.as_ref().map(Server::url).expect("just started");
@@ -487,21 +496,14 @@ impl Session {
                     .signal(libc::SIGSTOP);
             }
         }
-        let mut hosts: Vec<String> = running
+        let servers: Vec<&Server> = order
             .iter()
-            .filter_map(|r| r.server.as_ref().map(Server::url))
+            .filter_map(|&i| running[i].server.as_ref())
             .collect();
-        let mut groups: Vec<i32> = running
-            .iter()
-            .filter_map(|r| r.server.as_ref().map(|s| s.group.pid() as i32))
-            .collect();
+        let hosts: Vec<String> = servers.iter().map(|s| s.url()).collect();
+        let groups: Vec<i32> = servers.iter().map(|s| s.group.pid() as i32).collect();
         let turns = match self.load.alternate {
-            Some(_) if hosts.len() > 1 => {
-                let n = hosts.len();
-                hosts.rotate_left((repetition as usize - 1) % n);
-                groups.rotate_left((repetition as usize - 1) % n);
-                n as u32
-            }
+            Some(_) if hosts.len() > 1 => hosts.len() as u32,
             _ => 1,
         };
         let (warmup, duration) = (plan.warmup * turns, plan.duration * turns);
@@ -702,9 +704,48 @@ fn check_alive(running: &mut [Running]) -> Result<()> {
     Ok(())
 }
 
+/// The order in which `n` servers run together start and take their turns in repetition
+/// `repetition` (from 1): as listed, rotated by one each repetition, or shuffled from a seed.
+fn server_order(n: usize, repetition: u32, shuffle: Option<u64>) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    match shuffle {
+        Some(seed) => Rng::derive(seed, u64::from(repetition)).shuffle(&mut order),
+        None if n > 0 => order.rotate_left((repetition as usize).saturating_sub(1) % n),
+        None => {}
+    }
+    order
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn servers_start_as_listed_rotated_or_shuffled_from_a_seed() {
+        assert_eq!(server_order(4, 1, None), [0, 1, 2, 3]);
+        assert_eq!(server_order(4, 2, None), [1, 2, 3, 0]);
+        let first = server_order(13, 1, Some(7));
+        let mut sorted = first.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..13).collect::<Vec<_>>(), "a permutation");
+        assert_ne!(first, sorted, "shuffled");
+        assert_eq!(
+            server_order(13, 1, Some(7)),
+            first,
+            "the same seed, the same order"
+        );
+        assert_ne!(
+            server_order(13, 1, Some(8)),
+            first,
+            "another seed, another order"
+        );
+        assert_ne!(
+            server_order(13, 2, Some(7)),
+            first,
+            "each repetition its own"
+        );
+        assert!(server_order(0, 1, None).is_empty());
+    }
 
     #[test]
     fn mostly_failed_measurements_do_not_count() {

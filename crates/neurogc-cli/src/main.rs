@@ -30,7 +30,7 @@ enum Command {
     /// Record a training set: the app under load with CPython's own GC, the agent observing.
     Collect(neurogc_bench::CollectArgs),
     /// Compare policies on the same app and load, repeated and interleaved; writes a report.
-    Bench(neurogc_bench::BenchArgs),
+    Bench(Box<neurogc_bench::BenchArgs>),
     /// The seed's experiment end to end on the demo app: collect, train an LSTM, bench, report.
     Demo(demo::DemoArgs),
     /// Write a run's report (README.md and charts), or compare runs.

@@ -276,6 +276,11 @@ pub struct RunInfo {
     /// The process writing the run (records before it have none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub writer: Option<Writer>,
+    /// Servers run together started and took their turns in an order shuffled from this seed
+    /// (`--shuffle`); none: as listed, rotated by one each repetition. Each trial's `started`
+    /// says the order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shuffle: Option<u64>,
 }
 
 impl RunInfo {
@@ -306,6 +311,7 @@ impl RunInfo {
             },
             trials: Vec::new(),
             writer: Some(Writer::current()),
+            shuffle: None,
         }
     }
 

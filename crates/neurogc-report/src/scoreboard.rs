@@ -204,6 +204,10 @@ pub struct WorkloadScore {
     pub p99_floor: Option<f64>,
     pub floor_origin: Option<String>,
     pub design: String,
+    /// The policies in the order their servers started and took their turns.
+    pub order: Vec<String>,
+    /// That order was shuffled (`--shuffle`), not the listed one.
+    pub shuffled: bool,
 }
 
 /// The whole scoreboard.
@@ -389,7 +393,22 @@ fn score_workload(w: &WorkloadRun) -> WorkloadScore {
         p99_floor,
         floor_origin: p99_floor.and(a.floors.as_ref()).map(|f| f.origin.clone()),
         design: Design::of(&w.run.info).describe(),
+        order: start_order(&w.run),
+        shuffled: w.run.info.shuffle.is_some(),
     }
+}
+
+/// The labels of the first repetition's trials in the order their servers started.
+fn start_order(run: &RunData) -> Vec<String> {
+    let mut started: Vec<(f64, &str)> = run
+        .trials
+        .iter()
+        .filter_map(|t| t.info.as_ref())
+        .filter(|i| i.repetition == 1)
+        .filter_map(|i| Some((i.started?, i.label.as_str())))
+        .collect();
+    started.sort_by(|a, b| a.0.total_cmp(&b.0));
+    started.into_iter().map(|(_, l)| l.to_string()).collect()
 }
 
 /// A fixed recipe in the running for the best.
@@ -776,6 +795,18 @@ fn workload_section(md: &mut String, w: &WorkloadScore) {
             w.design
         );
     }
+    if w.order.len() > 1 {
+        let _ = writeln!(
+            md,
+            "Servers started and took their turns in this order ({}): {}.\n",
+            if w.shuffled {
+                "shuffled for this workload"
+            } else {
+                "as listed"
+            },
+            w.order.join(" → ")
+        );
+    }
     if !w.story_checks.is_empty() {
         let _ = writeln!(md, "GC story, checked in this run's records:\n");
         for c in &w.story_checks {
@@ -1154,6 +1185,12 @@ mod tests {
             p99_floor: None,
             floor_origin: None,
             design: String::new(),
+            order: vec![
+                "gc-off".into(),
+                "default".into(),
+                "threshold:50000,500,1000".into(),
+            ],
+            shuffled: true,
         }
     }
 
@@ -1171,6 +1208,24 @@ mod tests {
             deferred_notes(&workload(None)).is_empty(),
             "unknown is not none"
         );
+    }
+
+    #[test]
+    fn a_workload_says_the_order_its_servers_ran_in() {
+        let mut w = workload(Some(3));
+        let mut md = String::new();
+        workload_section(&mut md, &w);
+        assert!(
+            md.contains(
+                "in this order (shuffled for this workload): gc-off → default → \
+                 threshold:50000,500,1000."
+            ),
+            "{md}"
+        );
+        w.shuffled = false;
+        md.clear();
+        workload_section(&mut md, &w);
+        assert!(md.contains("in this order (as listed): gc-off"), "{md}");
     }
 
     #[test]

@@ -27,11 +27,10 @@ pub const DEFAULT_POLICIES: &[&str] = &[
     DEFAULT_AGAIN,
 ];
 
-/// `default` a second time, last in each round (the first runs first): an A/A pair on every
-/// workload, in the same rounds, so each workload's scoreboard says how far one policy's p99
-/// moves between two servers there (and between the first turn of a round and the last: the
-/// order of turns is fixed). Last, so that `default` stays the first of its spec, the one the
-/// scores are against.
+/// `default` a second time: an A/A pair on every workload, in the same rounds, so each
+/// workload's scoreboard says how far one policy's p99 moves between two servers there (the
+/// servers' order is shuffled per workload). Listed last, so that `default` stays the first of
+/// its spec, the one the scores are against.
 pub const DEFAULT_AGAIN: &str = "default-aa=default";
 
 /// `--quick`'s: the recipes that win somewhere, the bound and the scheduler. Left out: the seed's
