@@ -167,7 +167,7 @@ impl Sampler {
     /// when the policy is ready to act.
     fn policy_tick(&mut self) -> Result<Interpreter, String> {
         let rss = self.rss.read();
-        let heap_free = self.heap_free();
+        let heap_free = self.heap_free(rss);
         let arrivals = self.arrivals();
         let detached = Observation {
             elapsed: self.started.elapsed(),
@@ -192,13 +192,14 @@ impl Sampler {
     /// What the allocator holds free; says once when reading it stopped (see [`HeapFree`]).
     ///
     /// [`HeapFree`]: neurogc_core::process::HeapFree
-    fn heap_free(&mut self) -> Option<u64> {
-        let value = self.heap_free.read();
+    fn heap_free(&mut self, rss: Option<u64>) -> Option<u64> {
+        let value = self.heap_free.read(rss);
         if let Some(ms) = self.heap_free.take_stopped() {
             logging::warn_detached(&format!(
                 "reading the allocator's free memory (mallinfo2) took {ms:.1} ms of CPU, with \
                  malloc locked for every thread (it walks each free chunk of a fragmented heap): \
-                 no longer read; the scheduler goes on with the last value, {} MiB",
+                 no longer read; the scheduler goes on with the last value, {} MiB, or the \
+                 lowest read once RSS grows",
                 value.unwrap_or(0) >> 20
             ));
         }
@@ -383,7 +384,7 @@ impl Sampler {
         sample.gc_count = gc.count()?;
         sample.gc_enabled = gc.is_enabled()?;
         if !last {
-            let heap_free = self.heap_free();
+            let heap_free = self.heap_free(sample.rss_bytes);
             let arrivals = self.arrivals();
             let obs = Observation {
                 elapsed: self.started.elapsed(),

@@ -210,13 +210,22 @@ pub fn malloc_free_bytes() -> Option<u64> {
 /// [`HeapFree::COST_FACTOR`] times the last one's CPU time (at most 0.25 % of the time with malloc
 /// locked), and a call over [`HeapFree::TOO_SLOW`] is the last: a stall that long is the kind the
 /// scheduler exists to keep out of requests. In between, and after the last, the value is the
-/// last one read (the scheduler's baselines were taken with it: RSS alone would jump).
+/// last one read (the scheduler's baselines were taken with it: RSS alone would jump) while RSS
+/// stays within [`HeapFree::GREW`] of what it was then. Once RSS has grown past that, it is the
+/// lowest value read: the allocator takes memory from the system only when what it holds free
+/// cannot serve, so that was back at its floor. (Kept at the last value, growing-cache's 21 MiB
+/// free after its freeze, read last 13 ms long, hid as much garbage as the allocator then
+/// reused: its frozen garbage reached 1.16× the default's peak RSS unseen.)
 #[derive(Debug)]
 pub struct HeapFree {
     every: std::time::Duration,
     too_slow_ms: f64,
     /// When the last read was, what it found, and how long until the next.
     last: Option<(std::time::Instant, Option<u64>, std::time::Duration)>,
+    /// RSS at the last read.
+    rss_at_last: Option<u64>,
+    /// The lowest value read.
+    lowest: Option<u64>,
     /// The CPU time of the call that was too slow, and whether it was told (see [`Self::take_stopped`]).
     stopped: Option<(f64, bool)>,
 }
@@ -226,21 +235,28 @@ impl HeapFree {
     pub const TOO_SLOW: std::time::Duration = std::time::Duration::from_millis(10);
     /// The wait after a read, in multiples of its CPU time.
     pub const COST_FACTOR: u32 = 400;
+    /// RSS grown past its value at the last read by more than this: the allocator's free memory
+    /// is at its floor (thread stacks and the like move RSS by less).
+    pub const GREW: u64 = 2 << 20;
 
     pub fn new(every: std::time::Duration) -> Self {
         HeapFree {
             every,
             too_slow_ms: Self::TOO_SLOW.as_secs_f64() * 1e3,
             last: None,
+            rss_at_last: None,
+            lowest: None,
             stopped: None,
         }
     }
 
-    pub fn read(&mut self) -> Option<u64> {
+    /// What the allocator holds free, with the process's RSS now.
+    pub fn read(&mut self, rss: Option<u64>) -> Option<u64> {
         let now = std::time::Instant::now();
         match self.last {
-            Some((_, value, _)) if self.stopped.is_some() => value,
-            Some((at, value, wait)) if now.duration_since(at) < wait => value,
+            Some((at, value, wait)) if self.stopped.is_some() || now.duration_since(at) < wait => {
+                self.between_reads(value, rss)
+            }
             _ => {
                 let cpu = thread_cpu_ms();
                 let value = malloc_free_bytes();
@@ -252,8 +268,21 @@ impl HeapFree {
                     .every
                     .max(std::time::Duration::from_secs_f64(took / 1e3) * Self::COST_FACTOR);
                 self.last = Some((now, value, wait));
+                self.rss_at_last = rss;
+                self.lowest = match (self.lowest, value) {
+                    (Some(low), Some(v)) => Some(low.min(v)),
+                    (low, v) => v.or(low),
+                };
                 value
             }
+        }
+    }
+
+    /// The last value read, or the lowest once RSS has grown past [`Self::GREW`] since.
+    fn between_reads(&self, last: Option<u64>, rss: Option<u64>) -> Option<u64> {
+        match (rss, self.rss_at_last) {
+            (Some(now), Some(then)) if now > then + Self::GREW => self.lowest.or(last),
+            _ => last,
         }
     }
 
@@ -419,7 +448,7 @@ mod tests {
         let _alone = ALLOCATOR.lock().unwrap_or_else(|e| e.into_inner());
         let mut reads = HeapFree::new(std::time::Duration::from_millis(200));
         assert_eq!(reads.wait(), None);
-        if reads.read().is_none() {
+        if reads.read(None).is_none() {
             return; // not glibc 2.33+
         }
         // A fragmented heap: many free chunks for mallinfo2 to walk.
@@ -427,7 +456,7 @@ mod tests {
         let kept: Vec<_> = blocks.into_iter().step_by(2).collect();
         let mut fragmented = HeapFree::new(std::time::Duration::from_millis(200));
         let cpu = thread_cpu_ms();
-        fragmented.read();
+        fragmented.read(None);
         let took = thread_cpu_ms() - cpu;
         let wait = fragmented.wait().unwrap().as_secs_f64() * 1e3;
         eprintln!(
@@ -451,17 +480,48 @@ mod tests {
             too_slow_ms: 0.0,
             ..HeapFree::new(std::time::Duration::ZERO)
         };
-        let first = slow.read();
+        let first = slow.read(Some(100 << 20));
         let blocks: Vec<Vec<u8>> = (0..20_000).map(|i| vec![1u8; 900 + i % 64]).collect();
         let freed: Vec<_> = blocks.into_iter().step_by(2).collect();
         assert!(
             malloc_free_bytes() != first,
             "the allocator's free memory changed"
         );
-        assert_eq!(slow.read(), first, "the last value read, not a new call");
+        assert_eq!(
+            slow.read(Some(101 << 20)),
+            first,
+            "the last value read, not a new call"
+        );
         assert!(slow.take_stopped().is_some_and(|ms| ms >= 0.0));
         assert_eq!(slow.take_stopped(), None, "told once");
         drop(freed);
+    }
+
+    #[test]
+    fn once_rss_grows_past_the_last_read_the_lowest_free_memory_read_stands() {
+        let _alone = ALLOCATOR.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(_) = malloc_free_bytes() else {
+            return; // not glibc 2.33+
+        };
+        let mut reads = HeapFree::new(std::time::Duration::ZERO);
+        let low = reads.read(Some(100 << 20)).unwrap();
+        // 16 MiB freed to the allocator, a block kept every 16 so it cannot trim them.
+        let blocks: Vec<Vec<u8>> = (0..256).map(|i| vec![i as u8; 64 << 10]).collect();
+        let kept: Vec<_> = blocks.into_iter().step_by(16).collect();
+        // The next read is due (no minimum wait): it sees them free.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let high = reads.read(Some(100 << 20)).unwrap();
+        assert!(high >= low + (8 << 20), "{low} then {high}");
+        // Stopped: between reads from then on.
+        reads.stopped = Some((0.0, true));
+        assert_eq!(reads.read(Some((100 << 20) + HeapFree::GREW)), Some(high));
+        assert_eq!(
+            reads.read(Some((100 << 20) + HeapFree::GREW + 1)),
+            Some(low),
+            "RSS grew: the free memory was used first"
+        );
+        assert_eq!(reads.read(None), Some(high), "no RSS: the last value");
+        drop(kept);
     }
 
     #[test]
