@@ -104,8 +104,6 @@ pub struct Session {
     pub placement: Placement,
     /// `--mode turns`: servers warmed up alone and stopped outside their turns.
     pub stop_idle: bool,
-    /// `--shuffle`: the seed of the order servers run together start and take turns in.
-    pub shuffle: Option<u64>,
     pub dashboard: Dashboard,
     /// The whole run's time left, shown on the progress line (the command plans it).
     pub eta: Eta,
@@ -262,7 +260,6 @@ impl Session {
             },
             placement,
             stop_idle: spec.mode == Mode::Turns,
-            shuffle: spec.shuffle,
             dashboard,
             eta: Eta::default(),
             max_error_rate: spec.load.max_error_rate,
@@ -477,7 +474,7 @@ impl Session {
         // Taking turns with idle servers stopped: each server is started and warmed up alone,
         // then stopped until its first turn, so every warm-up sees its own traffic only.
         let warm_alone = self.stop_idle && policies.len() > 1;
-        let order = server_order(policies.len(), repetition, self.shuffle);
+        let order = server_order(policies.len(), repetition, self.run.info.shuffle);
         for &i in &order {
             let (p, r) = (policies[i], &mut running[i]);
             self.start_trial_server(p, r, placement)?;
