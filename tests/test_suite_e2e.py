@@ -52,10 +52,21 @@ def test_two_workloads_by_two_policies_give_a_complete_scoreboard(tmp_path):
         run = suite / entry["run"]
         run_info = json.loads((run / "run.json").read_text())
         assert run_info["mode"] == "turns" and run_info["app"]["workload"] == w["name"]
+        started = []
         for t in run_info["trials"]:
             lines = (run / t["dir"] / "load.jsonl").read_text().splitlines()
             turns = [json.loads(x) for x in lines if '"type":"turn"' in x]
             assert [x["turn"] for x in turns] == [0, 1], t
+            started.append(json.loads((run / t["dir"] / "trial.json").read_text())["started"])
+        # A throwaway server took the first start: it served its warm-up before any scored
+        # server started, and is no trial.
+        assert run_info["primer"] is True
+        primer = run / "primer-r1"
+        assert "primer" not in [t["dir"] for t in run_info["trials"]]
+        rows = (primer / "samples.csv").read_text().splitlines()
+        first_sample = float(rows[1].split(",")[0])
+        assert first_sample < min(started), (first_sample, started)
+        assert "default" in rows[1], "the primer ran the default policy"
         assert (run / "README.md").exists()
     readme = (suite / "README.md").read_text()
     assert "## Scoreboard: p99 against the best fixed policy of each workload" in readme
@@ -63,6 +74,7 @@ def test_two_workloads_by_two_policies_give_a_complete_scoreboard(tmp_path):
     assert "## Is one fixed policy best on every workload?" in readme
     assert "## The same policy twice: A/A pairs in this run" in readme
     assert "| seed | again | default |" in readme
+    assert "Before them a throwaway server under `default`" in readme
     assert "fixed 30 req/s" in readme
     assert png_decodes(suite / "heatmap.png")[0] > 300
     assert processes_mentioning(str(suite)) == []

@@ -78,6 +78,12 @@ pub struct BenchArgs {
     /// 1.8× slower than a copy of it started later (docs/bench.md).
     #[arg(long, value_name = "SEED")]
     pub shuffle: Option<u64>,
+    /// With --mode turns: start a throwaway server under `default` first, warm it up and hold it
+    /// stopped until the scored servers are done, so that the first start is none of theirs.
+    /// (Whichever server the suite started first collected its whole heap 1.05-1.8× slower all
+    /// run long, in shuffled order too; docs/bench.md.) Its files go to `primer-rN/`.
+    #[arg(long)]
+    pub primer: bool,
     /// Do not pin the server and the load generator to separate CPUs.
     #[arg(long)]
     pub no_pin: bool,
@@ -167,7 +173,12 @@ fn group_s(args: &BenchArgs, mode: Mode, policies: usize) -> f64 {
         policies as f64
     };
     let turns = if mode.takes_turns() { servers } else { 1.0 };
-    servers * START_STOP_S + turns * (warmup + duration)
+    let primer = if args.primer && mode == Mode::Turns {
+        START_STOP_S + warmup
+    } else {
+        0.0
+    };
+    servers * START_STOP_S + turns * (warmup + duration) + primer
 }
 
 /// The turn length: `--slice`, or 2 s, or the whole `--duration` if that is shorter.
@@ -195,6 +206,12 @@ fn check(args: &BenchArgs) -> Result<Checked> {
         policies::parse_all(&args.rate_policies).map_err(|e| e.context("--rate-policy"))?;
     }
     let mode = resolve_mode(args, &plan);
+    if args.primer && mode != Mode::Turns {
+        bail!(
+            "--primer holds a throwaway server stopped while the others take turns: it needs \
+             --mode turns, not --mode {mode}"
+        );
+    }
     if mode.takes_turns() {
         if matches!(&plan, LoadPlan::Fixed(Shape::Closed { .. })) {
             bail!(
@@ -232,6 +249,7 @@ pub fn execute(args: &BenchArgs, command: Vec<String>, dashboard: Dashboard) -> 
         mode,
         alternate: mode.takes_turns().then(|| slice(args)),
         shuffle: args.shuffle.filter(|_| mode.takes_turns()),
+        primer: args.primer,
         repeat: args.repeat,
         warmup: args.warmup,
         duration: args.duration,

@@ -104,6 +104,7 @@ pub fn execute(
         mode: Mode::Sequential,
         alternate: None,
         shuffle: None,
+        primer: false,
         repeat: 1,
         warmup: args.warmup,
         duration: args.run_time,

@@ -133,6 +133,8 @@ pub struct RunSpec<'a> {
     pub alternate: Option<Duration>,
     /// Servers run together start and take turns in an order shuffled from this seed.
     pub shuffle: Option<u64>,
+    /// A throwaway server is started and warmed up before the scored ones (`--primer`).
+    pub primer: bool,
     pub repeat: u32,
     pub warmup: Duration,
     pub duration: Duration,
@@ -194,6 +196,7 @@ impl Session {
             }),
             system: system::read(python),
             shuffle: spec.shuffle,
+            primer: spec.primer && spec.mode == Mode::Turns,
             ..RunInfo::new(spec.kind, name, app.describe(), policies)
         };
         // What the load requests: --tasks, else the --path list, else a bundled workload's own
@@ -475,6 +478,15 @@ impl Session {
         // then stopped until its first turn, so every warm-up sees its own traffic only.
         let warm_alone = self.stop_idle && policies.len() > 1;
         let order = server_order(policies.len(), repetition, self.run.info.shuffle);
+        // Dropped (stopped) when this returns, however it returns.
+        let _primer = if warm_alone && self.run.info.primer {
+            match self.start_primer(repetition, plan, placement)? {
+                Some(server) => Some(server),
+                None => return Ok(Outcome::Interrupted),
+            }
+        } else {
+            None
+        };
         for &i in &order {
             let (p, r) = (policies[i], &mut running[i]);
             self.start_trial_server(p, r, placement)?;
@@ -543,6 +555,46 @@ impl Session {
         } else {
             Outcome::Complete
         })
+    }
+
+    /// `--primer`: a server under `default`, started and warmed up alone before the scored ones,
+    /// then stopped (SIGSTOP) and held until they are done, its files in `primer-rN/`. `None`:
+    /// interrupted during its warm-up.
+    fn start_primer(
+        &self,
+        repetition: u32,
+        plan: &TrialPlan<'_>,
+        placement: &Placement,
+    ) -> Result<Option<Server>> {
+        let dir = self.run.path.join(format!("primer-r{repetition}"));
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+        let policy = Policy {
+            label: "primer".into(),
+            spec: "default".into(),
+            model: None,
+        };
+        let mut server = self
+            .start_server(&policy, &dir, &placement.server)
+            .map_err(|e| e.context("the primer server (--primer)"))?;
+        let out = dir.join("warmup.jsonl");
+        self.warm_up(&[server.url()], plan, plan.warmup, &out, placement)?;
+        if proc::interrupted() {
+            return Ok(None);
+        }
+        if let Some(status) = server.group.try_wait() {
+            bail!(
+                "the primer server (--primer) exited ({status}) during its warm-up; its log {}:\n{}",
+                dir.join(files::SERVER_LOG).display(),
+                log_tail(&dir.join(files::SERVER_LOG), 15)
+            );
+        }
+        server.group.signal(libc::SIGSTOP);
+        let log = dir.join("warmup.log");
+        if std::fs::metadata(&log).is_ok_and(|m| m.len() == 0) {
+            let _ = std::fs::remove_file(log);
+        }
+        Ok(Some(server))
     }
 
     /// Starts the server of `r`'s trial and records it (a failure is recorded too).

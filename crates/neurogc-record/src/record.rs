@@ -281,6 +281,11 @@ pub struct RunInfo {
     /// says the order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shuffle: Option<u64>,
+    /// A throwaway server under `default` started and warmed up before the scored ones, held
+    /// stopped until they were done (`--primer`): the first start was none of theirs. Its files
+    /// are in `primer-rN/`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub primer: bool,
 }
 
 impl RunInfo {
@@ -312,6 +317,7 @@ impl RunInfo {
             trials: Vec::new(),
             writer: Some(Writer::current()),
             shuffle: None,
+            primer: false,
         }
     }
 

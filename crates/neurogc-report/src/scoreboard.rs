@@ -208,6 +208,8 @@ pub struct WorkloadScore {
     pub order: Vec<String>,
     /// That order was shuffled (`--shuffle`), not the listed one.
     pub shuffled: bool,
+    /// A throwaway server (`--primer`) started before them.
+    pub primed: bool,
 }
 
 /// The whole scoreboard.
@@ -395,6 +397,7 @@ fn score_workload(w: &WorkloadRun) -> WorkloadScore {
         design: Design::of(&w.run.info).describe(),
         order: start_order(&w.run),
         shuffled: w.run.info.shuffle.is_some(),
+        primed: w.run.info.primer,
     }
 }
 
@@ -798,13 +801,19 @@ fn workload_section(md: &mut String, w: &WorkloadScore) {
     if w.order.len() > 1 {
         let _ = writeln!(
             md,
-            "Servers started and took their turns in this order ({}): {}.\n",
+            "Servers started and took their turns in this order ({}): {}.{}\n",
             if w.shuffled {
                 "shuffled for this workload"
             } else {
                 "as listed"
             },
-            w.order.join(" → ")
+            w.order.join(" → "),
+            if w.primed {
+                " Before them a throwaway server under `default` was started, warmed up and held \
+                 stopped (`--primer`, not scored): the first start was none of theirs."
+            } else {
+                ""
+            }
         );
     }
     if !w.story_checks.is_empty() {
@@ -1191,6 +1200,7 @@ mod tests {
                 "threshold:50000,500,1000".into(),
             ],
             shuffled: true,
+            primed: false,
         }
     }
 
@@ -1222,10 +1232,16 @@ mod tests {
             ),
             "{md}"
         );
+        assert!(!md.contains("--primer"), "{md}");
         w.shuffled = false;
+        w.primed = true;
         md.clear();
         workload_section(&mut md, &w);
         assert!(md.contains("in this order (as listed): gc-off"), "{md}");
+        assert!(
+            md.contains("threshold:50000,500,1000. Before them a throwaway server"),
+            "{md}"
+        );
     }
 
     #[test]
