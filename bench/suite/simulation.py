@@ -42,6 +42,9 @@ def main() -> None:
     whole_heap: list[str] = []
     tails: list[str] = []
     for w in info["workloads"]:
+        if not w.get("run"):
+            sections.append(f"## {w['name']}\n\nNot run: {w.get('error') or 'no bench run'}.\n")
+            continue
         path = suite / w["run"] / "simulation.json"
         if not path.exists():
             sections.append(f"## {w['name']}\n\nNot replayed: no simulation.json.\n")

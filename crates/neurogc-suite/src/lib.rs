@@ -40,6 +40,8 @@ pub struct SuiteDone {
     pub dir: PathBuf,
     pub readme: PathBuf,
     pub outcome: Outcome,
+    /// The workloads that failed (suite.json says why), by name.
+    pub failed: Vec<String>,
 }
 
 /// The bundled workloads to run, in the suite's order; an unknown name is an error naming the
@@ -111,10 +113,12 @@ pub fn run(args: &SuiteArgs) -> Result<SuiteDone> {
             RunStatus::Interrupted => Outcome::Interrupted,
             _ => Outcome::Complete,
         };
+        // Rescoring is done once the scoreboard is written, whatever failed when it ran.
         return Ok(SuiteDone {
             dir: dir.clone(),
             readme,
             outcome,
+            failed: Vec::new(),
         });
     }
     let plan = Plan::from_args(args)?;
@@ -289,10 +293,17 @@ pub fn run(args: &SuiteArgs) -> Result<SuiteDone> {
         minutes(started.elapsed().as_secs_f64()),
         readme.display()
     );
+    let failed = info
+        .workloads
+        .iter()
+        .filter(|w| w.status == RunStatus::Failed)
+        .map(|w| w.name.clone())
+        .collect();
     Ok(SuiteDone {
         dir,
         readme,
         outcome,
+        failed,
     })
 }
 
@@ -351,6 +362,7 @@ fn explore(
     b.output.name = Some(format!("{}-explore", w.name));
     b.mode = Some(Mode::Sequential);
     b.slice = None;
+    b.primer = false;
     b.duration = plan.collect;
     // Samples twice a second, as the seed's collect runs took them.
     b.app.interval = Duration::from_millis(500);
