@@ -42,7 +42,7 @@ else
     policies="default,neurogc$EXTRA"
     [ "$best" != default ] && policies="default,$best,neurogc$EXTRA"
     "$NEUROGC" suite --workloads "$name" --policies "$policies" --rate "$rate" --repeat "$REPEAT" \
-      --runs-dir "$runs" >/dev/null
+      --runs-dir "$runs" >/dev/null || echo "check.sh: $name failed (its suite.json says why)" >&2
   done <<<"$plan"
   took="took $(( ($(date +%s) - started) / 60 )) min"
 fi

@@ -24,7 +24,8 @@ if [ -z "${TABLE:-}" ]; then
     w=${wr%%:*} r=${wr##*:}
     [ -n "${WORKLOADS:-}" ] && [[ ",$WORKLOADS," != *",$w,"* ]] && continue
     "$NEUROGC" suite --workloads "$w" --rate "$r" --runs-dir "$runs" --name "$w" \
-      --repeat "${REPEAT:-5}" --policies "default,gc-off,neurogc,neurogc-$name=neurogc,$option"
+      --repeat "${REPEAT:-5}" --policies "default,gc-off,neurogc,neurogc-$name=neurogc,$option" \
+      || echo "option_ab.sh: $w failed (its suite.json says why)" >&2
   done
   took="$(( ($(date +%s) - start) / 60 )) min"
   load="- Machine load after the runs: $(busiest)"

@@ -81,7 +81,11 @@ else
   rm -rf "$tmp" && mkdir -p "$tmp"
   load_before=$(cut -d' ' -f1-3 /proc/loadavg)
   started=$(date +%s)
-  "$NEUROGC" suite "${extra[@]}" --runs-dir "$tmp" "$@"
+  # A workload that failed leaves the others' scores: they are written all the same, and the
+  # suite's status (1: a workload failed) is this script's.
+  status=0
+  "$NEUROGC" suite "${extra[@]}" --runs-dir "$tmp" "$@" || status=$?
+  [ "$status" -eq 130 ] && exit 130
   took=$(( $(date +%s) - started ))
   run=$(ls -d "$tmp"/*-suite*/)
   run=${run%/}
@@ -101,3 +105,4 @@ fi
 cp "$run/heatmap.png" "bench/suite/heatmap$suffix.png"
 cp "$run/scoreboard.json" "bench/suite/scoreboard$suffix.json"
 echo "scoreboard: $out"
+exit "${status:-0}"

@@ -46,16 +46,30 @@ def workload_table(run: Path) -> list[str]:
         rows.append((t["started"], t["label"], full_pauses(trial, start)))
     rows.sort()
     order = "shuffled" if info.get("shuffle") is not None else "as listed"
+    primer = ", after a throwaway primer server" if info.get("primer") else ""
     out = [
-        f"## {info['name']} (servers started {order})",
+        f"## {info['name']} (servers started {order}{primer})",
         "",
         "| # | policy | full collections | median pause ms |",
         "|---:|---|---:|---:|",
     ]
+    medians: dict[str, tuple[int, float]] = {}
     for i, (_, label, pauses) in enumerate(rows, 1):
         median = f"{statistics.median(pauses):.1f}" if pauses else "-"
         out.append(f"| {i} | {label} | {len(pauses)} | {median} |")
-    return out + [""]
+        if pauses:
+            medians[label] = (i, statistics.median(pauses))
+    out.append("")
+    # The same policy twice: the later-started one's pauses against the earlier one's.
+    for label, (i, m) in medians.items():
+        if f"{label}-aa" in medians:
+            j, m_aa = medians[f"{label}-aa"]
+            (first, mf), (second, ms) = sorted([(i, m), (j, m_aa)])
+            out.append(
+                f"`{label}` and `{label}-aa`: the one started #{second} paused "
+                f"{ms / mf:.2f}× as long as the one started #{first} (median full collection).\n"
+            )
+    return out
 
 
 def main() -> None:

@@ -80,8 +80,9 @@ pub struct BenchArgs {
     pub shuffle: Option<u64>,
     /// With --mode turns: start a throwaway server under `default` first, warm it up and hold it
     /// stopped until the scored servers are done, so that the first start is none of theirs.
-    /// (Whichever server the suite started first collected its whole heap 1.05-1.8× slower all
-    /// run long, in shuffled order too; docs/bench.md.) Its files go to `primer-rN/`.
+    /// (In a fixed order the server the suite started first collected its whole heap 1.05-1.8×
+    /// slower than a copy started last; shuffled, the first place still cost whoever took it:
+    /// docs/suite.md.) Its files go to `primer-rN/`. With one server, nothing to prime.
     #[arg(long)]
     pub primer: bool,
     /// Do not pin the server and the load generator to separate CPUs.
@@ -173,7 +174,7 @@ fn group_s(args: &BenchArgs, mode: Mode, policies: usize) -> f64 {
         policies as f64
     };
     let turns = if mode.takes_turns() { servers } else { 1.0 };
-    let primer = if args.primer && mode == Mode::Turns {
+    let primer = if crate::session::primes(args.primer, mode, policies) {
         START_STOP_S + warmup
     } else {
         0.0
@@ -428,6 +429,25 @@ mod tests {
         assert_eq!(
             planned_s(&a, Mode::Alternating, 2, true),
             search + 3.0 * per_round
+        );
+        // Turns with a primer: one more server started and warmed up each round, and none
+        // where one server has nothing to be primed for.
+        let primed = args(&[
+            "--warmup",
+            "10s",
+            "--duration",
+            "60s",
+            "--repeat",
+            "3",
+            "--primer",
+        ]);
+        assert_eq!(
+            planned_s(&primed, Mode::Turns, 2, false),
+            3.0 * (per_round + START_STOP_S + 10.0)
+        );
+        assert_eq!(
+            planned_s(&primed, Mode::Turns, 1, false),
+            planned_s(&a, Mode::Turns, 1, false)
         );
     }
 }

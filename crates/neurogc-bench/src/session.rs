@@ -196,7 +196,7 @@ impl Session {
             }),
             system: system::read(python),
             shuffle: spec.shuffle,
-            primer: spec.primer && spec.mode == Mode::Turns,
+            primer: primes(spec.primer, spec.mode, spec.policies.len()),
             ..RunInfo::new(spec.kind, name, app.describe(), policies)
         };
         // What the load requests: --tasks, else the --path list, else a bundled workload's own
@@ -578,7 +578,8 @@ impl Session {
             .start_server(&policy, &dir, &placement.server)
             .map_err(|e| e.context("the primer server (--primer)"))?;
         let out = dir.join("warmup.jsonl");
-        self.warm_up(&[server.url()], plan, plan.warmup, &out, placement)?;
+        self.warm_up(&[server.url()], plan, plan.warmup, &out, placement)
+            .map_err(|e| e.context("the primer server's warm-up (--primer)"))?;
         if proc::interrupted() {
             return Ok(None);
         }
@@ -751,6 +752,12 @@ fn check_alive(running: &mut [Running]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether `--primer` starts a throwaway server before the scored ones: where more than one
+/// server takes turns with the idle ones stopped (`--mode turns`), each warmed up alone.
+pub fn primes(primer: bool, mode: Mode, servers: usize) -> bool {
+    primer && mode == Mode::Turns && servers > 1
 }
 
 /// The order in which `n` servers run together start and take their turns in repetition

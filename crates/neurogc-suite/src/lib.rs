@@ -90,7 +90,8 @@ fn estimate_s(plan: &Plan, policies: usize) -> f64 {
     };
     capacity
         + seed
-        + n * (2.0 + plan.warmup.as_secs_f64())
+        // A primer (`--primer`) starts and warms up before the policies' servers.
+        + (if n > 1.0 { n + 1.0 } else { n }) * (2.0 + plan.warmup.as_secs_f64())
         + plan.rounds as f64 * n * plan.turn.as_secs_f64()
 }
 
