@@ -455,7 +455,8 @@ fn bench_args(dir: &Path, python: &Path, w: &Workload, plan: &Plan) -> Result<Be
     // started last (`default-aa`), on every workload of the suite at cde2bac.
     b.shuffle = Some(order_seed(&w.name));
     // Shuffled, the first place still cost whoever took it (`neurogc-loo` on seed, 2.90× the
-    // same policy started later, at 67b1e03): a throwaway server takes it.
+    // same policy started later, at 67b1e03): a throwaway server takes the first start. (It
+    // did not take bursty's cost from its first server at 6136cdc: docs/suite.md.)
     b.primer = true;
     b.repeat = 1;
     b.slice = Some(plan.turn);
