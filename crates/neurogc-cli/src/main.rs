@@ -82,18 +82,10 @@ fn main() {
         Command::Keep { pgid } => Ok(neurogc_bench::proc::keep(pgid)),
         Command::Suite(args) => neurogc_suite::run(&args).map(|d| {
             println!("scoreboard: {}", d.readme.display());
-            if d.failed.is_empty() || d.outcome == neurogc_bench::session::Outcome::Interrupted {
-                neurogc_bench::exit_code(d.outcome)
-            } else {
-                // The scoreboard holds what did finish; a script must not take it as whole.
-                eprintln!(
-                    "neurogc suite: {} of the workloads failed: {} (their errors in {})",
-                    d.failed.len(),
-                    d.failed.join(", "),
-                    d.dir.join("suite.json").display()
-                );
-                1
+            if let Some(failure) = d.failure() {
+                eprintln!("{failure}");
             }
+            d.exit_code()
         }),
     };
     match result {

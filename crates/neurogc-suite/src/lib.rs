@@ -44,6 +44,31 @@ pub struct SuiteDone {
     pub failed: Vec<String>,
 }
 
+impl SuiteDone {
+    /// What a failed workload makes of the suite, for stderr: the scoreboard holds what did
+    /// finish, and a script must not take it as whole. `None` when none failed or the suite was
+    /// interrupted (that says it already).
+    pub fn failure(&self) -> Option<String> {
+        (!self.failed.is_empty() && self.outcome != Outcome::Interrupted).then(|| {
+            format!(
+                "neurogc suite: {} of the workloads failed: {} (their errors in {})",
+                self.failed.len(),
+                self.failed.join(", "),
+                self.dir.join("suite.json").display()
+            )
+        })
+    }
+
+    /// The command's exit status: 130 interrupted, 1 when a workload failed, else 0.
+    pub fn exit_code(&self) -> i32 {
+        if self.failure().is_some() {
+            1
+        } else {
+            neurogc_bench::exit_code(self.outcome)
+        }
+    }
+}
+
 /// The bundled workloads to run, in the suite's order; an unknown name is an error naming the
 /// known ones.
 fn select(all: Vec<Workload>, names: &[String]) -> Result<Vec<Workload>> {
@@ -607,4 +632,33 @@ fn write_scoreboard(dir: &Path, info: &SuiteInfo, chosen: &[Workload]) -> Result
     std::fs::write(&readme, md).with_context(|| format!("cannot write {}", readme.display()))?;
     scoreboard::write_json(&board, &dir.join("scoreboard.json"))?;
     Ok(readme)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_workload_fails_the_command_and_is_named() {
+        let done = |outcome, failed: &[&str]| SuiteDone {
+            dir: PathBuf::from("runs/x-suite"),
+            readme: PathBuf::from("runs/x-suite/README.md"),
+            outcome,
+            failed: failed.iter().map(|s| s.to_string()).collect(),
+        };
+        assert_eq!(done(Outcome::Complete, &[]).exit_code(), 0);
+        assert_eq!(done(Outcome::Complete, &[]).failure(), None);
+        let failed = done(Outcome::Complete, &["seed", "orm"]);
+        assert_eq!(failed.exit_code(), 1);
+        assert_eq!(
+            failed.failure().as_deref(),
+            Some(
+                "neurogc suite: 2 of the workloads failed: seed, orm (their errors in \
+                 runs/x-suite/suite.json)"
+            )
+        );
+        // Interrupted says so itself, whatever failed before.
+        assert_eq!(done(Outcome::Interrupted, &["seed"]).exit_code(), 130);
+        assert_eq!(done(Outcome::Interrupted, &[]).exit_code(), 130);
+    }
 }
