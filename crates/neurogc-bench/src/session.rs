@@ -480,10 +480,10 @@ impl Session {
         let order = server_order(policies.len(), repetition, self.run.info.shuffle);
         // Dropped (stopped) when this returns, however it returns.
         let _primer = if warm_alone && self.run.info.primer {
-            match self.start_primer(repetition, plan, placement)? {
-                Some(server) => Some(server),
-                None => return Ok(Outcome::Interrupted),
-            }
+            let Some(server) = self.start_primer(repetition, plan, placement)? else {
+                return Ok(Outcome::Interrupted);
+            };
+            Some(server)
         } else {
             None
         };

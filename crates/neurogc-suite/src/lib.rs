@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use neurogc_bench::app::{find_python, workloads, Workload};
 use neurogc_bench::args::flags_with_defaults;
-use neurogc_bench::session::{Dashboard, Outcome};
+use neurogc_bench::session::{primes, Dashboard, Outcome};
 use neurogc_bench::{bench, proc, BenchArgs};
 use neurogc_record::{
     files, write_json_atomic, Mode, RateSearch, RunRecord, RunStatus, SuiteInfo, SuiteWorkload,
@@ -116,7 +116,8 @@ fn estimate_s(plan: &Plan, policies: usize) -> f64 {
     capacity
         + seed
         // A primer (`--primer`) starts and warms up before the policies' servers.
-        + (if n > 1.0 { n + 1.0 } else { n }) * (2.0 + plan.warmup.as_secs_f64())
+        + (n + f64::from(u8::from(primes(true, Mode::Turns, policies))))
+            * (2.0 + plan.warmup.as_secs_f64())
         + plan.rounds as f64 * n * plan.turn.as_secs_f64()
 }
 
