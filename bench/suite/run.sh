@@ -3,7 +3,8 @@
 # the default policies plus the learned scheduler, in turns on one pinned core, scored against each
 # workload's best fixed policy and the GC-off bound (docs/suite.md).
 # The raw runs stay local (bench/suite/run.tmp, gitignored); the scoreboard, its JSON and heat map
-# are committed, with the command, the commit and the time it took.
+# are committed, with the command, the commit, the time it took and the machine's speed, and
+# beside them how well the scheduler predicted its own pauses (CALIBRATION.md).
 #   QUICK=1 bench/suite/run.sh   # --quick, written to RESULTS-quick.md
 #   LONG=1 bench/suite/run.sh    # the workloads whose heap turns over (growing-cache, cycle-leak)
 #                                # in 3 turns of 60 s, 3 minutes a policy: what happens after the
@@ -80,6 +81,7 @@ else
   tmp=bench/suite/run.tmp$suffix
   rm -rf "$tmp" && mkdir -p "$tmp"
   load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+  speed_before=$(python_speed)
   started=$(date +%s)
   # A workload that failed leaves the others' scores: they are written all the same, and the
   # suite's status (1: a workload failed) is this script's.
@@ -95,9 +97,18 @@ else
     echo "- Command: \`bench/suite/run.sh${QUICK:+ (QUICK=1)}${LONG:+ (LONG=1)}\` → \`neurogc suite ${extra[*]}\`"
     echo "- Commit: $commit · $(date -u '+%Y-%m-%d %H:%M UTC') · took $((took / 60)) min $((took % 60)) s"
     echo "- Machine load average before: $load_before; after: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "- Machine speed: a Python loop of 10 million additions took $speed_before before, $(python_speed) after (bench/lib.sh's \`python_speed\`)"
     echo
     sed "s|(heatmap.png)|(heatmap$suffix.png)|" "$run/README.md"
   } > "$out"
+  # How well the scheduler predicted its own pauses, per workload.
+  {
+    echo "<!-- written by bench/suite/run.sh (bench/suite/pause_calibration.py); do not edit -->"
+    echo
+    echo "# The scheduler's predicted pauses against the measured ones ($commit)"
+    echo
+    ${PYTHON:-.venv/bin/python} bench/suite/pause_calibration.py "$run"
+  } > "bench/suite/CALIBRATION$suffix.md"
 fi
 if [ -z "${RESCORE:-}" ] && [ -z "${QUICK:-}" ] && [ -z "${LONG:-}" ]; then
   simulate_suite "commit $commit"

@@ -29,6 +29,14 @@ impl Line {
         self.points.iter().map(|p| p.0)
     }
 
+    /// The last `n` points (fewer where fewer exist), oldest first.
+    pub(crate) fn recent(&self, n: usize) -> impl Iterator<Item = (f64, f64)> + '_ {
+        self.points
+            .iter()
+            .skip(self.points.len().saturating_sub(n))
+            .copied()
+    }
+
     pub(crate) fn ys(&self) -> impl Iterator<Item = f64> + '_ {
         self.points.iter().map(|p| p.1)
     }

@@ -22,7 +22,9 @@ use std::time::Duration;
 
 pub use explore::ExplorePolicy;
 pub use guard::{GuardConfig, MemoryGuard};
-pub use scheduler::{BurstWindows, MiddleCollections, Scheduler, SchedulerConfig, TailCadence};
+pub use scheduler::{
+    BurstWindows, MiddleCollections, PauseDrift, Scheduler, SchedulerConfig, TailCadence,
+};
 pub use seed::SeedPolicy;
 pub use simple::{DefaultPolicy, FreezePolicy, GcOffPolicy, PeriodicPolicy, ThresholdPolicy};
 pub use spec::{PolicySpec, SpecError};

@@ -11,7 +11,7 @@ use neurogc_units::{parse_duration, parse_size};
 use super::young::{YoungThreshold, MAX_THRESHOLD};
 use super::{
     BurstWindows, DefaultPolicy, FreezePolicy, GcOffPolicy, GuardConfig, MemoryGuard,
-    MiddleCollections, PeriodicPolicy, Policy, Scheduler, SchedulerConfig, TailCadence,
+    MiddleCollections, PauseDrift, PeriodicPolicy, Policy, Scheduler, SchedulerConfig, TailCadence,
     ThresholdPolicy,
 };
 
@@ -21,7 +21,7 @@ use super::{
 pub const KNOWN_POLICIES: &str = "default, threshold:T0[,T1[,T2]], \
      periodic:DURATION[,rss=SIZE][,young=COUNT][,check=DURATION], freeze[:WARMUP], \
      neurogc-seed:MODEL_DIR[,threshold=T], \
-     neurogc[:MODEL_DIR][,warmup=DURATION][,freeze=on|off][,quiet=P][,slack=DURATION][,max_wait=DURATION][,growth=F][,pause=DURATION][,cpu=F][,cadence=2a|cpu][,middle=auto|held][,bursts=any|gaps][,rss=SIZE][,young=auto|off|N], \
+     neurogc[:MODEL_DIR][,warmup=DURATION][,freeze=on|off][,quiet=P][,slack=DURATION][,max_wait=DURATION][,growth=F][,pause=DURATION][,cpu=F][,cadence=2a|cpu][,middle=auto|held][,bursts=any|gaps][,drift=follow|off][,rss=SIZE][,young=auto|off|N], \
      explore[:MEAN] (the default plus collections at random moments, for collect runs), \
      gc-off (a bound for bounded runs, no guard); \
      periodic, neurogc and neurogc-seed also take stagger=on (a service's workers take turns at \
@@ -466,6 +466,13 @@ fn parse_scheduler(options: &[(&str, &str)]) -> Result<SchedulerConfig, String> 
                     _ => return Err(format!("bursts={value:?} must be any or gaps")),
                 };
             }
+            "drift" => {
+                c.drift = match *value {
+                    "follow" => PauseDrift::Follow,
+                    "off" => PauseDrift::Off,
+                    _ => return Err(format!("drift={value:?} must be follow or off")),
+                }
+            }
             "middle" => {
                 c.middle = match *value {
                     "auto" => MiddleCollections::Automatic,
@@ -490,7 +497,7 @@ fn parse_scheduler(options: &[(&str, &str)]) -> Result<SchedulerConfig, String> 
             }
             other => {
                 return Err(format!(
-                    "unknown option {other:?}; neurogc takes warmup, freeze, quiet, slack, max_wait, growth, pause, cpu, cadence, middle, bursts, rss, young"
+                    "unknown option {other:?}; neurogc takes warmup, freeze, quiet, slack, max_wait, growth, pause, cpu, cadence, middle, bursts, drift, rss, young"
                 ))
             }
         }
@@ -607,7 +614,7 @@ mod tests {
         );
         assert!(parse("explore:10ms").is_err() && parse("explore,rss=1G").is_err());
         let PolicySpec::Neurogc { config: c, .. } = parse(
-            "neurogc,warmup=10s,freeze=off,quiet=0.8,slack=5ms,max_wait=500ms,growth=0.2,cpu=0.1,cadence=cpu,middle=held,bursts=gaps,rss=1G,young=off",
+            "neurogc,warmup=10s,freeze=off,quiet=0.8,slack=5ms,max_wait=500ms,growth=0.2,cpu=0.1,cadence=cpu,middle=held,bursts=gaps,drift=off,rss=1G,young=off",
         )
         .unwrap() else {
             panic!()
@@ -623,6 +630,7 @@ mod tests {
         assert_eq!(c.tail_cadence, TailCadence::Budget);
         assert_eq!(c.middle, MiddleCollections::Held);
         assert_eq!(c.burst_windows, BurstWindows::IdleGaps);
+        assert_eq!(c.drift, PauseDrift::Off);
         let PolicySpec::Neurogc { config: c, .. } = parse("neurogc,young=50000").unwrap() else {
             panic!()
         };

@@ -1,0 +1,64 @@
+"""How well a scheduler predicted its own pauses: measured against predicted, per policy.
+
+For each workload of a suite run and each policy whose collections carry a predicted pause
+(gc-events `predicted_ms`): the collections of the unfrozen part it ran (`due` and `quiet`, over
+the server's whole life), the median of measured / predicted, and the share that took more than
+1.5× the pause predicted. A quiet window is judged for the pause predicted, so a collection that
+took much longer than that ran into arrivals it was not judged for.
+
+    .venv/bin/python bench/suite/pause_calibration.py bench/suite/run.tmp/<stamp>-suite
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+from pathlib import Path
+
+UNDER = 1.5
+TRIGGERS = ("due", "quiet")
+
+
+def ratios(trial: Path, trigger: str) -> list[float]:
+    """measured / predicted pause of the trial's collections with this trigger."""
+    with open(trial / "gc-events.csv", newline="") as f:
+        return [
+            float(r["pause_ms"]) / float(r["predicted_ms"])
+            for r in csv.DictReader(f)
+            if r["trigger"] == trigger and r["predicted_ms"] and float(r["predicted_ms"]) > 0
+        ]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("suite_dir", type=Path)
+    args = ap.parse_args()
+    print(
+        f"| workload | policy | trigger | collections | measured / predicted (median) "
+        f"| over {UNDER}× predicted |"
+    )
+    print("|---|---|---|---:|---:|---:|")
+    for trials in sorted(args.suite_dir.glob("*/trials")):
+        workload = trials.parent.name.split("-", 2)[2]
+        by_policy: dict[str, dict[str, list[float]]] = {}
+        for trial in sorted(trials.iterdir()):
+            # Trial directories are NN-LABEL-rR; the label may hold dashes.
+            label = trial.name.split("-", 1)[1].rsplit("-r", 1)[0]
+            for trigger in TRIGGERS:
+                by_policy.setdefault(label, {}).setdefault(trigger, []).extend(
+                    ratios(trial, trigger)
+                )
+        for label, per_trigger in by_policy.items():
+            for trigger, rs in per_trigger.items():
+                if not rs:
+                    continue
+                over = sum(r > UNDER for r in rs)
+                print(
+                    f"| {workload} | {label} | {trigger} | {len(rs)} "
+                    f"| {statistics.median(rs):.2f}× | {over} ({100 * over / len(rs):.0f} %) |"
+                )
+
+
+if __name__ == "__main__":
+    main()
