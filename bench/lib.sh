@@ -20,18 +20,9 @@ busiest() {
     {printf "%s%s %.0f %%", (k++ ? ", " : ""), $12, $9} END {if (!k) printf "none above 5 %%"}'
 }
 
-# How fast this machine runs Python now: the median of three timings (s) of a loop of 10 million
-# additions in the venv's interpreter. The machine is shared: the same code measured on another
-# day can be several times slower, and rates found by a search follow it.
-python_speed() {
-  "${PYTHON:-.venv/bin/python}" - <<'PY'
-import statistics, time
-def once():
-    t = time.perf_counter()
-    s = 0
-    for i in range(10_000_000):
-        s += i
-    return time.perf_counter() - t
-print(f"{statistics.median(once() for _ in range(3)):.2f} s")
-PY
+# How fast this machine collects now: a full collection of 150,000 linked objects, the median of
+# five (bench/aa/machine_speed.py --once; 16 ms on 2026-11-25). The machine is shared: the same
+# code measured on another day can be twice as slow, and the rates a search finds follow it.
+machine_speed() {
+  "${PYTHON:-.venv/bin/python}" bench/aa/machine_speed.py --once
 }

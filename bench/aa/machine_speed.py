@@ -3,6 +3,7 @@ collection of the same heap, timed every half second for a few minutes. On a ded
 the column is flat; here it is not, and that sets what a sequential bench can resolve.
 
 Usage: taskset -c 0 python bench/aa/machine_speed.py [SECONDS] > bench/aa/machine-speed.txt
+       python bench/aa/machine_speed.py --once   # one figure: the median of 5 collections, ms
 """
 
 import gc
@@ -18,20 +19,28 @@ class Node:
         self.attrs: dict = {}
 
 
+def collect_ms() -> float:
+    """The median of 5 full collections of the heap built by `main`, ms."""
+    pauses = []
+    for _ in range(5):
+        t = time.perf_counter()
+        gc.collect()
+        pauses.append((time.perf_counter() - t) * 1000)
+    return statistics.median(pauses)
+
+
 def main() -> None:
-    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 300.0
     heap = [Node() for _ in range(150_000)]
     for i, node in enumerate(heap):
         node.refs.append(heap[i - 1])
+    if sys.argv[1:] == ["--once"]:
+        print(f"{collect_ms():.1f} ms")
+        return
+    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 300.0
     start = time.time()
     rows = []
     while time.time() - start < seconds:
-        pauses = []
-        for _ in range(5):
-            t = time.perf_counter()
-            gc.collect()
-            pauses.append((time.perf_counter() - t) * 1000)
-        rows.append((time.time() - start, statistics.median(pauses)))
+        rows.append((time.time() - start, collect_ms()))
         time.sleep(0.5)
     commit = subprocess.run(
         ["git", "describe", "--always", "--dirty"], capture_output=True, text=True

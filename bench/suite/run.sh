@@ -81,7 +81,7 @@ else
   tmp=bench/suite/run.tmp$suffix
   rm -rf "$tmp" && mkdir -p "$tmp"
   load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-  speed_before=$(python_speed)
+  speed_before=$(machine_speed)
   started=$(date +%s)
   # A workload that failed leaves the others' scores: they are written all the same, and the
   # suite's status (1: a workload failed) is this script's.
@@ -97,7 +97,7 @@ else
     echo "- Command: \`bench/suite/run.sh${QUICK:+ (QUICK=1)}${LONG:+ (LONG=1)}\` → \`neurogc suite ${extra[*]}\`"
     echo "- Commit: $commit · $(date -u '+%Y-%m-%d %H:%M UTC') · took $((took / 60)) min $((took % 60)) s"
     echo "- Machine load average before: $load_before; after: $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "- Machine speed: a Python loop of 10 million additions took $speed_before before, $(python_speed) after (bench/lib.sh's \`python_speed\`)"
+    echo "- Machine speed: a full collection of 150,000 linked objects took $speed_before before, $(machine_speed) after (\`bench/aa/machine_speed.py --once\`)"
     echo
     sed "s|(heatmap.png)|(heatmap$suffix.png)|" "$run/README.md"
   } > "$out"
