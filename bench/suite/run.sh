@@ -66,7 +66,7 @@ if [ -n "${RESCORE:-}" ]; then
   [ -f "$out" ] || { echo "RESCORE: no $out to take the measurement lines from" >&2; exit 2; }
   "$NEUROGC" suite --rescore "$run"
   # What was measured, and when, stays as the measuring run wrote it.
-  measured=$(grep -E '^- (Command|Commit|Machine load)' "$out")
+  measured=$(grep -E '^- (Command|Commit|Machine (load|speed))' "$out")
   {
     echo "<!-- written by bench/suite/run.sh; do not edit -->"
     echo
@@ -81,7 +81,7 @@ else
   tmp=bench/suite/run.tmp$suffix
   rm -rf "$tmp" && mkdir -p "$tmp"
   load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-  speed_before=$(machine_speed)
+  speed_before=$(machine_speed) || speed_before="? (bench/aa/machine_speed.py failed)"
   started=$(date +%s)
   # A workload that failed leaves the others' scores: they are written all the same, and the
   # suite's status (1: a workload failed) is this script's.
@@ -107,7 +107,8 @@ else
     echo
     echo "# The scheduler's predicted pauses against the measured ones ($commit)"
     echo
-    ${PYTHON:-.venv/bin/python} bench/suite/pause_calibration.py "$run"
+    ${PYTHON:-.venv/bin/python} bench/suite/pause_calibration.py "$run" ||
+      echo "(bench/suite/pause_calibration.py failed on $run)"
   } > "bench/suite/CALIBRATION$suffix.md"
 fi
 if [ -z "${RESCORE:-}" ] && [ -z "${QUICK:-}" ] && [ -z "${LONG:-}" ]; then
