@@ -2,8 +2,8 @@
 
 For each workload of a suite run and each policy whose collections carry a predicted pause
 (gc-events `predicted_ms`): the collections of the unfrozen part it ran (`due` and `quiet`, over
-the server's whole life, all its processes), the median of measured / predicted, and the share that took more than
-1.5× the pause predicted. A quiet window is judged for the pause predicted, so a collection that
+the server's whole life, all its processes), the median of measured / predicted, and the share
+that took more than 1.5× the pause predicted. A quiet window is judged for the pause predicted, so a collection that
 took much longer than that ran into arrivals it was not judged for.
 
     .venv/bin/python bench/suite/pause_calibration.py bench/suite/run.tmp/<stamp>-suite
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import statistics
 from pathlib import Path
 
@@ -44,15 +45,19 @@ def main() -> None:
         f"| over {OVER}× predicted |"
     )
     print("|---|---|---|---:|---:|---:|")
-    for trials in sorted(args.suite_dir.glob("*/trials")):
-        workload = trials.parent.name.split("-", 2)[2]
+    # The suite's and each workload run's own records say which trial is which policy's.
+    suite = json.loads((args.suite_dir / "suite.json").read_text())
+    for w in suite["workloads"]:
+        if not w.get("run"):
+            continue
+        run = args.suite_dir / w["run"]
+        info = json.loads((run / "run.json").read_text())
+        workload = info["name"]
         by_policy: dict[str, dict[str, list[float]]] = {}
-        for trial in sorted(trials.iterdir()):
-            # Trial directories are NN-LABEL-rR; the label may hold dashes.
-            label = trial.name.split("-", 1)[1].rsplit("-r", 1)[0]
+        for ref in info["trials"]:
             for trigger in TRIGGERS:
-                by_policy.setdefault(label, {}).setdefault(trigger, []).extend(
-                    ratios(trial, trigger)
+                by_policy.setdefault(ref["label"], {}).setdefault(trigger, []).extend(
+                    ratios(run / ref["dir"], trigger)
                 )
         for label, per_trigger in by_policy.items():
             for trigger, rs in per_trigger.items():

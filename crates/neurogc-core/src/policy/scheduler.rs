@@ -563,12 +563,10 @@ impl PauseModel {
         (self.line.len() >= 3).then(|| self.line.fit()).flatten()
     }
 
-    /// How far (ms) the last [`DRIFT_POINTS`] pauses all lie above the fitted line: the least
-    /// of their residuals, or 0 where one of them is on it or below.
-    fn drift(&self) -> f64 {
-        let Some((a, b)) = self.fit() else {
-            return 0.0;
-        };
+    /// How far (ms) the last [`DRIFT_POINTS`] pauses all lie above the line `(a, b)` fitted to
+    /// them ([`PauseModel::fit`]): the least of their residuals, or 0 where one of them is on it
+    /// or below.
+    fn drift(&self, (a, b): (f64, f64)) -> f64 {
         self.line
             .recent(DRIFT_POINTS)
             .map(|(w, ms)| ms - (a + b * w))
@@ -1045,7 +1043,7 @@ impl Scheduler {
     fn fitted_pause(&self, w: f64) -> Option<f64> {
         let (a, b) = self.pause_model.fit().filter(|&(_, b)| b > 0.0)?;
         let drift = match self.cfg.drift {
-            PauseDrift::Follow => self.pause_model.drift(),
+            PauseDrift::Follow => self.pause_model.drift((a, b)),
             PauseDrift::Off => 0.0,
         };
         let pause = a + b * w.max(0.0) + drift;
