@@ -7,9 +7,10 @@
 # beside them how well the scheduler predicted its own pauses (CALIBRATION.md).
 #   QUICK=1 bench/suite/run.sh   # --quick, written to RESULTS-quick.md
 #   LONG=1 bench/suite/run.sh    # the workloads whose heap turns over (growing-cache, cycle-leak)
-#                                # in 3 turns of 60 s, 3 minutes a policy: what happens after the
-#                                # first stale re-freeze, which 5 × 6 s may not reach (~35 min);
-#                                # written to RESULTS-long.md
+#                                # and large-heap in 3 turns of 60 s, 3 minutes a policy: what
+#                                # happens after the first stale re-freeze, and to the garbage a
+#                                # recipe that never collects the old generations piles up, which
+#                                # 5 × 6 s may not reach (~65 min); written to RESULTS-long.md
 #   RESCORE=DIR bench/suite/run.sh  # score the recorded suite DIR again with this build's report
 #                                   # (after a change to the scoring): its measurement lines stay
 #   RESIMULATE=DIR bench/suite/run.sh  # replay the recorded suite DIR again with this build's
@@ -22,8 +23,8 @@ suffix=""; extra=()
 if [ -n "${QUICK:-}" ]; then suffix="-quick"; extra=(--quick); fi
 if [ -n "${LONG:-}" ]; then
   suffix="-long"
-  extra=(--name suite-long --workloads growing-cache,cycle-leak --repeat 3 --turn 60s
-    --policies "${POLICIES:-default,freeze:3,periodic:5,gc-off,neurogc}")
+  extra=(--name suite-long --workloads growing-cache,cycle-leak,large-heap --repeat 3 --turn 60s
+    --policies "${POLICIES:-default,freeze:3,periodic:5,threshold:50000,500,1000,gc-off,neurogc}")
 fi
 if [ -n "${POLICIES:-}" ] && [ -z "${LONG:-}" ]; then extra+=(--policies "$POLICIES"); fi
 . bench/lib.sh
