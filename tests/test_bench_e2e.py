@@ -521,6 +521,7 @@ def test_a_run_whose_requests_fail_is_marked_failed(tmp_path, command):
         (["--policy", "default", "--rate", "fast"], "--rate"),
         (["--policy", "default", "--mode", "alternating", "--users", "3"], "--mode alternating"),
         (["--policy", "default", "--primer"], "--primer"),
+        (["--policy", "default", "--mode", "sequential", "--shuffle", "7"], "--shuffle"),
     ],
 )
 def test_bad_input_is_a_clear_error_within_seconds(tmp_path, args, message):

@@ -213,6 +213,12 @@ fn check(args: &BenchArgs) -> Result<Checked> {
              --mode turns, not --mode {mode}"
         );
     }
+    if args.shuffle.is_some() && !mode.takes_turns() {
+        bail!(
+            "--shuffle orders the servers that take turns: it needs --mode alternating or turns, \
+             not --mode {mode}"
+        );
+    }
     if mode.takes_turns() {
         if matches!(&plan, LoadPlan::Fixed(Shape::Closed { .. })) {
             bail!(
@@ -249,7 +255,7 @@ pub fn execute(args: &BenchArgs, command: Vec<String>, dashboard: Dashboard) -> 
         pin: !args.no_pin && mode != Mode::SideBySide,
         mode,
         alternate: mode.takes_turns().then(|| slice(args)),
-        shuffle: args.shuffle.filter(|_| mode.takes_turns()),
+        shuffle: args.shuffle,
         primer: args.primer,
         repeat: args.repeat,
         warmup: args.warmup,
@@ -410,6 +416,13 @@ mod tests {
             .err()
             .unwrap();
         assert!(e.to_string().contains("--slice"), "{e}");
+        // An order of servers is for servers that take turns; run one after another, it was
+        // once ignored without a word.
+        let e = check(&args(&["--mode", "sequential", "--shuffle", "7"]))
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("--shuffle"), "{e}");
+        assert!(check(&args(&["--mode", "turns", "--rate", "9", "--shuffle", "7"])).is_ok());
     }
 
     #[test]
