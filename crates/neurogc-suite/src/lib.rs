@@ -390,6 +390,7 @@ fn explore(
     b.mode = Some(Mode::Sequential);
     b.slice = None;
     b.primer = false;
+    b.shuffle = None;
     b.duration = plan.collect;
     // Samples twice a second, as the seed's collect runs took them.
     b.app.interval = Duration::from_millis(500);
