@@ -193,7 +193,8 @@ bench-suite: setup
 bench-suite-quick: setup
 	QUICK=1 bash bench/suite/run.sh
 
-# The workloads whose heap turns over and large-heap, 3 minutes a policy (bench/suite/RESULTS-long.md, ~65 min).
+# The workloads whose heap turns over, and large-heap, 3 minutes a policy
+# (bench/suite/RESULTS-long.md, ~65 min).
 bench-suite-long: setup
 	LONG=1 bash bench/suite/run.sh
 

@@ -3,8 +3,8 @@
 For each workload of a suite run and each policy whose collections carry a predicted pause
 (gc-events `predicted_ms`): the collections of the unfrozen part it ran (`due` and `quiet`, over
 the server's whole life, all its processes), the median of measured / predicted, and the share
-that took more than 1.5× the pause predicted. A quiet window is judged for the pause predicted, so a collection that
-took much longer than that ran into arrivals it was not judged for.
+that took more than 1.5× the pause predicted. A quiet window is judged for the pause predicted,
+so a collection that took much longer than that ran into arrivals it was not judged for.
 
     .venv/bin/python bench/suite/pause_calibration.py bench/suite/run.tmp/<stamp>-suite
 """

@@ -383,14 +383,11 @@ fn explore(
     plan: &Plan,
     after: Duration,
 ) -> Result<Explored> {
-    let mut b = bench_args(dir, python, w, plan)?;
+    let mut b = workload_args(dir, python, w, plan)?;
     b.then = after;
     b.policies = vec!["explore".into()];
     b.output.name = Some(format!("{}-explore", w.name));
     b.mode = Some(Mode::Sequential);
-    b.slice = None;
-    b.primer = false;
-    b.shuffle = None;
     b.duration = plan.collect;
     // Samples twice a second, as the seed's collect runs took them.
     b.app.interval = Duration::from_millis(500);
@@ -470,12 +467,8 @@ const TRAIN_S: f64 = 15.0;
 
 /// The workload's turns bench, its policies still to be filled in.
 fn bench_args(dir: &Path, python: &Path, w: &Workload, plan: &Plan) -> Result<BenchArgs> {
-    let mut b: BenchArgs = flags_with_defaults(&["--policy", "default"])?;
+    let mut b = workload_args(dir, python, w, plan)?;
     b.policies = plan.policies.clone();
-    b.app.workload = Some(w.name.clone());
-    b.app.python = Some(python.to_path_buf());
-    b.output.runs_dir = dir.to_path_buf();
-    b.output.name = Some(w.name.clone());
     b.mode = Some(Mode::Turns);
     // Each workload its own order of servers, the same from run to run: in one fixed order the
     // server started first, `default`, collected its whole heap 1.05-1.8× slower than its copy
@@ -485,9 +478,21 @@ fn bench_args(dir: &Path, python: &Path, w: &Workload, plan: &Plan) -> Result<Be
     // same policy started later, at 67b1e03): a throwaway server takes the first start. (It
     // did not take bursty's cost from its first server at 6136cdc: docs/suite.md.)
     b.primer = true;
-    b.repeat = 1;
     b.slice = Some(plan.turn);
     b.duration = plan.turn * plan.rounds;
+    Ok(b)
+}
+
+/// What every run of a workload shares, its explore run and its turns bench: the workload,
+/// its warm-up, the rate search, where the run goes. Each adds its own design (a design's
+/// flags, such as the turns' order of servers, are errors in another).
+fn workload_args(dir: &Path, python: &Path, w: &Workload, plan: &Plan) -> Result<BenchArgs> {
+    let mut b: BenchArgs = flags_with_defaults(&["--policy", "default"])?;
+    b.app.workload = Some(w.name.clone());
+    b.app.python = Some(python.to_path_buf());
+    b.output.runs_dir = dir.to_path_buf();
+    b.output.name = Some(w.name.clone());
+    b.repeat = 1;
     b.warmup = plan.warmup;
     b.load.rate = Some(plan.rate.map_or("auto".into(), |r| r.to_string()));
     b.rate_fraction = plan.fraction;
