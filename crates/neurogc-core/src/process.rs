@@ -420,15 +420,14 @@ mod tests {
 
     #[test]
     fn rss_from_statm_is_vmrss() {
-        // The same pages the kernel reports as VmRSS (a few pages apart: they are two reads).
+        // The same pages the kernel reports as VmRSS, within 1 MiB: they are two reads, and
+        // newer kernels keep the counters per CPU, which statm reads unsummed (71 pages apart
+        // here on a 4 MiB process; a unit mistaken, pages for KiB, would be 4x off).
         let own = Path::new("/proc/self");
         let status = fs::read_to_string(own.join("status")).unwrap();
         let vm_rss = parse_kib_field(&status, "VmRSS:").unwrap() as f64;
         let rss = read_rss_bytes(own).unwrap() as f64;
-        assert!(
-            (rss - vm_rss).abs() <= 64.0 * 4096.0,
-            "{rss} against {vm_rss}"
-        );
+        assert!((rss - vm_rss).abs() <= 1048576.0, "{rss} against {vm_rss}");
         // Without statm (a copied status file), VmRSS.
         let dir = std::env::temp_dir().join(format!("neurogc-rss-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();

@@ -21,7 +21,9 @@
 //!   `max_wait` is served anyway.
 //!
 //! Nothing is decided during the warm-up (the service builds its heap: growth then is not
-//! garbage); at its end the live heap is the baseline and the budget is set from it.
+//! garbage); at its end the live heap is the baseline and the budget is set from it. Where a
+//! middleware counts the requests, the warm-up is serving time, from the first request: a
+//! start-up that outlasts it is not frozen half-built.
 //!
 //! Pause costs are learned from its own collections (timed around each call, kept per kind:
 //! full, full after a freeze, re-freeze). A memory guard sits under every decision: RSS above
@@ -48,7 +50,8 @@ pub const HELD_BACK: u64 = i32::MAX as u64;
 /// The scheduler's settings (`neurogc,key=value,...`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SchedulerConfig {
-    /// Warm-up before the heap is frozen.
+    /// Warm-up before the heap is frozen: counted from the first request where a middleware
+    /// counts them, else from the agent's start.
     pub warmup: Duration,
     /// Freeze the warm heap (and re-freeze when stale).
     pub freeze: bool,
@@ -321,8 +324,11 @@ pub struct Scheduler {
     in_use_at_freeze: Option<u64>,
     /// Reported once: live memory above the budget.
     over_budget_said: bool,
-    /// The warm-up is over (baseline and budget set).
-    warm: bool,
+    /// When the warm-up ended (baseline and budget set then).
+    warmed_at: Option<Duration>,
+    /// When the service began serving (its first request), where a middleware counts them: the
+    /// warm-up is counted from it ([`Scheduler::warmed_up`]).
+    serving_since: Option<Duration>,
     /// When the heap was last (re-)frozen.
     frozen_at: Duration,
     /// The work done by then (see [`Scheduler::work`]).
@@ -614,7 +620,8 @@ impl Scheduler {
             whole_heap_at: Duration::ZERO,
             in_use_at_freeze: None,
             over_budget_said: false,
-            warm: false,
+            warmed_at: None,
+            serving_since: None,
             frozen_at: Duration::ZERO,
             frozen_work: 0.0,
             fast_window: (0.0, false),
@@ -883,6 +890,33 @@ impl Scheduler {
 
     /// The service's work so far, what makes garbage: requests served where a middleware
     /// counts them, else seconds. (Seconds of a stopped or idle service make none.)
+    /// Whether the warm-up is over: `warmup` of serving where a middleware counts the requests
+    /// (from the first one), else `warmup` since the agent started. A service's start-up (a
+    /// catalogue built, a cache filled by replayed traffic, a model loaded) can outlast any
+    /// fixed warm-up, and a freeze in the middle of it holds what start-up throws away: on
+    /// growing-cache, frozen at 3 s, 1.2 s before the app served, the re-freeze 5 s later freed
+    /// 53 % of the frozen objects, the scheduler gave the full collections back to CPython's
+    /// rule, and p99 was the default's (5.1x `freeze:3`, peak RSS 1.19x the default's).
+    fn warmed_up(&mut self, obs: &Observation) -> bool {
+        if self.warmed_at.is_some() {
+            return true;
+        }
+        let since = match obs.traffic {
+            // No warm-up asked for: none waited for either.
+            _ if self.cfg.warmup.is_zero() => Duration::ZERO,
+            None => Duration::ZERO,
+            Some(t) if t.total == 0 => return false,
+            // The first arrival where the recent ones still hold it, else the oldest they hold
+            // (later than the first: the warm-up is not cut short).
+            Some(t) => *self.serving_since.get_or_insert_with(|| {
+                t.arrivals
+                    .first()
+                    .map_or(obs.elapsed, |&ns| Duration::from_nanos(ns).min(obs.elapsed))
+            }),
+        };
+        obs.elapsed >= since + self.cfg.warmup
+    }
+
     fn work(obs: &Observation) -> f64 {
         obs.traffic
             .map_or(obs.elapsed.as_secs_f64(), |t| t.total as f64)
@@ -898,8 +932,9 @@ impl Scheduler {
             return;
         };
         let began = obs.elapsed.as_secs_f64() - s.interval_s;
-        let settled =
-            began >= self.cfg.warmup.as_secs_f64() && began >= self.whole_heap_at.as_secs_f64();
+        let settled = self
+            .warmed_at
+            .is_some_and(|w| began >= w.as_secs_f64() && began >= self.whole_heap_at.as_secs_f64());
         let requests = s.requests.unwrap_or(0) as f64;
         let Some(cpu) = s.cpu.filter(|c| c.is_finite() && *c >= 0.0) else {
             return;
@@ -1073,10 +1108,10 @@ impl Scheduler {
     /// What is due now, before looking at the traffic.
     fn due(&mut self, obs: &Observation) -> Option<Plan> {
         let rss = obs.rss_bytes;
-        let warming = obs.elapsed < self.cfg.warmup;
-        if !warming && !self.warm {
+        let warming = !self.warmed_up(obs);
+        if !warming && self.warmed_at.is_none() {
             // Warm-up over: what is resident now is the service's live heap.
-            self.warm = true;
+            self.warmed_at = Some(obs.elapsed);
             if let Some(r) = rss {
                 self.live_after_full = obs.in_use_bytes();
                 if self.cfg.rss_budget.is_none() {
@@ -1415,8 +1450,13 @@ impl Scheduler {
         let need = match &plan {
             Plan::Collect { why, .. } | Plan::Refreeze { why, .. } => why.clone(),
             Plan::Freeze => format!(
-                "warm-up of {:.1} s over: the warm heap is frozen",
-                self.cfg.warmup.as_secs_f64()
+                "warm-up of {:.1} s over{}: the warm heap is frozen",
+                self.cfg.warmup.as_secs_f64(),
+                if self.serving_since.is_some() {
+                    " (counted from the first request)"
+                } else {
+                    ""
+                }
             ),
         };
         let why = format!("{need}; {moment}");
@@ -1684,8 +1724,7 @@ impl Scheduler {
         gc: &mut dyn GcControl,
         obs: &Observation,
     ) -> Result<Option<Action>, GcError> {
-        if self.observing || self.full != FullCollections::Warming || obs.elapsed < self.cfg.warmup
-        {
+        if self.observing || self.full != FullCollections::Warming || !self.warmed_up(obs) {
             return Ok(None);
         }
         let mut t = gc.threshold()?;
@@ -1786,7 +1825,8 @@ impl Policy for Scheduler {
         Ok(vec![Action::new(
             format!("set_threshold({}, {}, {})", t[0], t[1], t[2]),
             format!(
-                "warm-up of {:.1} s: CPython collects as it would meanwhile; then young \
+                "warm-up of {:.1} s (of serving, from the first request, where a middleware \
+                 counts them): CPython collects as it would meanwhile; then young \
                  collections stay automatic and full collections are the scheduler's ({}); {}",
                 self.cfg.warmup.as_secs_f64(),
                 match self.cfg.rss_budget {
@@ -1818,10 +1858,7 @@ impl Policy for Scheduler {
             0
         };
         self.last_seen = Some(seen);
-        if !self.observing
-            && self.full == FullCollections::Warming
-            && obs.elapsed >= self.cfg.warmup
-        {
+        if !self.observing && self.full == FullCollections::Warming && self.warmed_up(obs) {
             return true; // to hold CPython's full collections back
         }
         // A plan exists and its moment has come: cheap, and without the interpreter.
@@ -1946,6 +1983,14 @@ mod tests {
         a
     }
 
+    /// A scheduler whose warm-up ended at its default length (what it learns from samples is
+    /// learned only after it).
+    fn warmed_scheduler() -> Scheduler {
+        let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
+        s.warmed_at = Some(s.cfg.warmup);
+        s
+    }
+
     fn started_now() -> (Scheduler, RecordingGc) {
         started(SchedulerConfig {
             warmup: Duration::ZERO,
@@ -1967,6 +2012,53 @@ mod tests {
         assert!(a[1].action.ends_with("gc.freeze()"), "{a:?}");
         assert_eq!(gc.calls[2..], ["collect(2)", "freeze"]);
         assert!(s.frozen);
+    }
+
+    #[test]
+    fn where_requests_are_counted_the_warm_up_is_serving_time() {
+        let (mut s, mut gc) = started(SchedulerConfig::default());
+        let none_yet = Traffic {
+            in_flight: 0,
+            now_ns: 0,
+            arrivals: &[],
+            total: 0,
+        };
+        // A middleware is there but the service still starts: no warm-up has begun, however
+        // long that takes.
+        for secs in [3.0, 10.0] {
+            assert!(!s.ready(&obs(secs, 100, Some(none_yet))));
+            assert!(s
+                .tick(&mut gc, &obs(secs, 100, Some(none_yet)))
+                .unwrap()
+                .is_empty());
+        }
+        assert_eq!(gc.threshold, [700, 10, 10]);
+        // The first request at 10.5 s, seen at 11 s: warm 3 s after it.
+        let arrivals = [10_500_000_000u64, 10_900_000_000];
+        let serving = |now: f64| Traffic {
+            in_flight: 0,
+            now_ns: (now * 1e9) as u64,
+            arrivals: &arrivals,
+            total: 2,
+        };
+        for secs in [11.0, 13.4] {
+            assert!(!s.ready(&obs(secs, 100, Some(serving(secs)))), "{secs}");
+            assert!(s
+                .tick(&mut gc, &obs(secs, 100, Some(serving(secs))))
+                .unwrap()
+                .is_empty());
+        }
+        assert!(s.ready(&obs(13.5, 100, Some(serving(13.5)))));
+        let a = s
+            .tick(&mut gc, &obs(13.5, 100, Some(serving(13.5))))
+            .unwrap();
+        assert_eq!(gc.threshold, [700, 10, HELD_BACK], "{a:?}");
+        assert!(
+            a.iter().any(|x| x.action.ends_with("gc.freeze()")
+                && x.reason
+                    .starts_with("warm-up of 3.0 s over (counted from the first request)")),
+            "{a:?}"
+        );
     }
 
     #[test]
@@ -3038,7 +3130,7 @@ mod tests {
         };
         // After a light stretch only, each request looks to cost 7 ms: 150 req/s would be
         // over capacity (q at its cap of 10).
-        let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
+        let mut s = warmed_scheduler();
         for _ in 0..4 {
             learn(&mut s, 50, served(50));
         }
@@ -3054,7 +3146,7 @@ mod tests {
         }
         // Ends 1.49× apart are too close to tell; 1.5× are not.
         for (high, split) in [(149, false), (150, true)] {
-            let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
+            let mut s = warmed_scheduler();
             for requests in [100, 100, high, high] {
                 learn(&mut s, requests, served(requests));
             }
@@ -3068,7 +3160,7 @@ mod tests {
         }
         // CPU that does not rise with the rate (noise, a collection in the light stretch) is no
         // fixed part: a flat line would make any burst look as light as the stretch before.
-        let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
+        let mut s = warmed_scheduler();
         for (requests, ms) in [(50, 350.0), (50, 350.0), (75, 340.0), (75, 340.0)] {
             learn(&mut s, requests, ms);
         }
@@ -3080,7 +3172,7 @@ mod tests {
             requests: Some(20),
             ..Default::default()
         };
-        let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
+        let mut s = warmed_scheduler();
         s.learn_load(&Observation {
             sample: Some(&short),
             ..obs(10.0, 100, Some(traffic))
@@ -3184,7 +3276,7 @@ mod tests {
         // arrivals, so on an idle server they could stay out of the p99 (every ~1,030 requests).
         // At 60 % busy each pause's queue delays 2.5 times as many: 1 %, in the p99 whatever
         // the cadence, so the pauses are kept small, 1 ms every 25 requests.
-        let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
+        let mut s = warmed_scheduler();
         for w in [100.0, 400.0, 1000.0, 2000.0] {
             s.pause_model.add(w, 0.5 + 0.02 * w);
         }
@@ -3242,7 +3334,7 @@ mod tests {
         // Where a pause's queue is small (30 % busy at 200 req/s, q = 1/0.7), the cadence
         // that keeps the pauses out of the p99 counts it: 10 ms pauses of what stays live and
         // 0.001 ms per request of garbage, every (200·10·q/1000 + 1) / (0.005 − 200·0.001·q/1000).
-        let mut s = Scheduler::new("neurogc", SchedulerConfig::default());
+        let mut s = warmed_scheduler();
         for w in [100.0, 400.0, 1000.0, 2000.0] {
             s.pause_model.add(w, 10.0 + 0.001 * w);
         }
