@@ -21,7 +21,7 @@ use super::{
 pub const KNOWN_POLICIES: &str = "default, threshold:T0[,T1[,T2]], \
      periodic:DURATION[,rss=SIZE][,young=COUNT][,check=DURATION], freeze[:WARMUP], \
      neurogc-seed:MODEL_DIR[,threshold=T], \
-     neurogc[:MODEL_DIR][,warmup=DURATION][,freeze=on|off][,quiet=P][,slack=DURATION][,max_wait=DURATION][,growth=F][,pause=DURATION][,cpu=F][,cadence=2a|cpu][,middle=auto|held][,bursts=any|gaps][,drift=follow|off][,rss=SIZE][,young=auto|off|N], \
+     neurogc[:MODEL_DIR][,warmup=DURATION][,freeze=on|off][,quiet=P][,slack=DURATION][,max_wait=DURATION][,idle_wait=DURATION][,growth=F][,pause=DURATION][,cpu=F][,cadence=2a|cpu][,middle=auto|held][,bursts=any|gaps][,drift=follow|off][,rss=SIZE][,young=auto|off|N], \
      explore[:MEAN] (the default plus collections at random moments, for collect runs), \
      gc-off (a bound for bounded runs, no guard); \
      periodic, neurogc and neurogc-seed also take stagger=on (a service's workers take turns at \
@@ -438,6 +438,7 @@ fn parse_scheduler(options: &[(&str, &str)]) -> Result<SchedulerConfig, String> 
             }
             "quiet" => c.quiet = fraction(key, value)?,
             "max_wait" => c.max_wait = parse_duration(value)?,
+            "idle_wait" => c.idle_wait = parse_duration(value)?,
             "slack" => c.slack = parse_duration(value)?,
             "growth" => c.growth = fraction(key, value)?,
             "pause" => {
@@ -497,7 +498,7 @@ fn parse_scheduler(options: &[(&str, &str)]) -> Result<SchedulerConfig, String> 
             }
             other => {
                 return Err(format!(
-                    "unknown option {other:?}; neurogc takes warmup, freeze, quiet, slack, max_wait, growth, pause, cpu, cadence, middle, bursts, drift, rss, young"
+                    "unknown option {other:?}; neurogc takes warmup, freeze, quiet, slack, max_wait, idle_wait, growth, pause, cpu, cadence, middle, bursts, drift, rss, young"
                 ))
             }
         }
@@ -614,7 +615,7 @@ mod tests {
         );
         assert!(parse("explore:10ms").is_err() && parse("explore,rss=1G").is_err());
         let PolicySpec::Neurogc { config: c, .. } = parse(
-            "neurogc,warmup=10s,freeze=off,quiet=0.8,slack=5ms,max_wait=500ms,growth=0.2,cpu=0.1,cadence=cpu,middle=held,bursts=gaps,drift=off,rss=1G,young=off",
+            "neurogc,warmup=10s,freeze=off,quiet=0.8,slack=5ms,max_wait=500ms,idle_wait=0,growth=0.2,cpu=0.1,cadence=cpu,middle=held,bursts=gaps,drift=off,rss=1G,young=off",
         )
         .unwrap() else {
             panic!()
@@ -624,6 +625,7 @@ mod tests {
             (Duration::from_secs(10), false, 0.8)
         );
         assert_eq!((c.max_wait, c.growth), (Duration::from_millis(500), 0.2));
+        assert_eq!(c.idle_wait, Duration::ZERO);
         assert_eq!(c.slack, Duration::from_millis(5));
         assert_eq!((c.cpu, c.rss_budget), (0.1, Some(1 << 30)));
         assert_eq!(c.young, YoungThreshold::Off);
